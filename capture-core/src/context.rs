@@ -1,0 +1,223 @@
+//! The context: which device, and the per-context capture registry.
+
+use std::fmt;
+use std::sync::Arc;
+
+use cudarc::driver::{CudaContext, CudaStream};
+
+use crate::device::sim::SimDevice;
+use crate::device::{Backend, CudaBackend, DeviceKind, RawStream};
+use crate::error::{DriverCode, Error, Result};
+use crate::module::Module;
+use crate::registry::Registry;
+use crate::state::Idle;
+use crate::stream::{Owner, Stream};
+
+pub(crate) enum Dev {
+    Cuda(CudaBackend),
+    Sim(Box<SimDevice>),
+}
+
+pub(crate) struct CtxInner {
+    pub(crate) dev: Dev,
+    pub(crate) registry: Registry,
+    fallback: Option<String>,
+}
+
+impl CtxInner {
+    #[inline]
+    pub(crate) fn b(&self) -> &dyn Backend {
+        match &self.dev {
+            Dev::Cuda(c) => c,
+            Dev::Sim(s) => s.as_ref(),
+        }
+    }
+}
+
+/// A device context: the GPU (through cudarc) or the simulated device. Cheap to clone.
+///
+/// ```
+/// use capture_core::Context;
+/// let ctx = Context::open_default();
+/// println!("running on {} ({})", ctx.name(), ctx.kind());
+/// ```
+#[derive(Clone)]
+pub struct Context {
+    pub(crate) inner: Arc<CtxInner>,
+}
+
+impl fmt::Debug for Context {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Context").field("kind", &self.kind()).field("name", &self.name()).finish()
+    }
+}
+
+impl Context {
+    fn from_dev(dev: Dev, fallback: Option<String>) -> Self {
+        Self { inner: Arc::new(CtxInner { dev, registry: Registry::default(), fallback }) }
+    }
+
+    /// Opens CUDA device `ordinal` (its primary context).
+    ///
+    /// # Errors
+    /// [`Error::NoDriver`] when `libcuda` cannot be loaded, [`Error::NoDevice`] when there is
+    /// no such device, [`Error::Driver`] when the driver refuses. Never panics.
+    pub fn open(ordinal: usize) -> Result<Self> {
+        Ok(Self::from_dev(Dev::Cuda(CudaBackend::open(ordinal)?), None))
+    }
+
+    /// Opens the simulated device: host memory, the same API and capture rules as the H100.
+    pub fn simulated() -> Self {
+        Self::from_dev(Dev::Sim(Box::new(SimDevice::new())), None)
+    }
+
+    /// GPU 0 when one is present, otherwise the simulated device;
+    /// [`fallback_reason`](Self::fallback_reason) says why the GPU was not used.
+    pub fn open_default() -> Self {
+        match Self::open(0) {
+            Ok(c) => c,
+            Err(e) => {
+                log::info!("no usable GPU ({e}); using the simulated device");
+                Self::from_dev(Dev::Sim(Box::new(SimDevice::new())), Some(e.to_string()))
+            }
+        }
+    }
+
+    /// Wraps an existing cudarc context, so a cudarc or candle code base can adopt this
+    /// crate one function at a time.
+    ///
+    /// # Errors
+    /// [`Error::Driver`] if the device cannot be queried.
+    pub fn from_cudarc(ctx: Arc<CudaContext>) -> Result<Self> {
+        Ok(Self::from_dev(Dev::Cuda(CudaBackend::wrap(ctx)?), None))
+    }
+
+    /// The cudarc context behind this one (`None` on the simulated device).
+    pub fn cudarc(&self) -> Option<&Arc<CudaContext>> {
+        match &self.inner.dev {
+            Dev::Cuda(c) => Some(&c.ctx),
+            Dev::Sim(_) => None,
+        }
+    }
+
+    /// The simulated device behind this context (`None` on a GPU): register host
+    /// implementations of kernels there.
+    pub fn sim(&self) -> Option<&SimDevice> {
+        match &self.inner.dev {
+            Dev::Sim(s) => Some(s),
+            Dev::Cuda(_) => None,
+        }
+    }
+
+    /// The device ordinal.
+    pub fn ordinal(&self) -> usize {
+        self.inner.b().ordinal()
+    }
+
+    /// Blocks until all work on every stream of the context is done (`cuCtxSynchronize`).
+    ///
+    /// This is a context-wide operation, outside the stream type-state: called while a
+    /// stream of this context is capturing, it fails and **invalidates that capture** (as on
+    /// real hardware); the capture's `finish()` then names this call as the cause.
+    ///
+    /// # Errors
+    /// [`Error::Driver`] (`CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED` during a capture).
+    #[track_caller]
+    pub fn synchronize(&self) -> Result<()> {
+        let site = crate::error::CallSite::caller();
+        self.inner.b().ctx_synchronize().map_err(|code| self.fail("Context::synchronize", site, code))
+    }
+
+    /// GPU or simulated device.
+    pub fn kind(&self) -> DeviceKind {
+        self.inner.b().kind()
+    }
+
+    /// The device's name.
+    pub fn name(&self) -> String {
+        self.inner.b().name()
+    }
+
+    /// Why [`open_default`](Self::open_default) fell back to the simulated device, if it did.
+    pub fn fallback_reason(&self) -> Option<&str> {
+        self.inner.fallback.as_deref()
+    }
+
+    /// (free, total) device memory in bytes.
+    ///
+    /// # Errors
+    /// [`Error::Driver`] if the driver refuses (e.g. during a Global-mode capture).
+    pub fn mem_info(&self) -> Result<(usize, usize)> {
+        self.inner.b().mem_info().map_err(|code| Error::Driver { op: "cuMemGetInfo", code })
+    }
+
+    /// A new stream of this context, idle.
+    ///
+    /// # Errors
+    /// [`Error::Driver`] if the driver cannot create one.
+    pub fn new_stream(&self) -> Result<Stream<Idle>> {
+        let raw = self.inner.b().stream_create().map_err(|code| Error::Driver { op: "cuStreamCreate", code })?;
+        Ok(Stream::from_parts(self.clone(), raw, Owner::Own))
+    }
+
+    /// Wraps a cudarc stream of this context as an idle stream (it is not destroyed when the
+    /// wrapper drops; hand it back with [`Stream::cudarc`]).
+    ///
+    /// # Errors
+    /// [`Error::ContextMismatch`] if it belongs to another context or this is the simulated
+    /// device; [`Error::AlreadyCapturing`] is reported later by `capture()` if it is capturing.
+    pub fn wrap_cudarc_stream(&self, stream: Arc<CudaStream>) -> Result<Stream<Idle>> {
+        match self.cudarc() {
+            Some(c) if Arc::ptr_eq(c, stream.context()) || c.cu_ctx() == stream.context().cu_ctx() => {
+                let raw = RawStream(stream.cu_stream() as usize);
+                Ok(Stream::from_parts(self.clone(), raw, Owner::Cudarc(stream)))
+            }
+            _ => Err(Error::ContextMismatch { op: "Context::wrap_cudarc_stream", what: "cudarc stream" }),
+        }
+    }
+
+    /// Loads a PTX module. Kernel names and parameter lists are read from the PTX so that
+    /// launches are checked before they reach the driver.
+    ///
+    /// # Errors
+    /// [`Error::InvalidPtx`] if the text has no entry points or the driver rejects it.
+    pub fn load_module(&self, ptx: &str) -> Result<Module> {
+        Module::load(self, ptx)
+    }
+
+    /// Capture reports of guards that were dropped without `finish()` (most recent last,
+    /// at most 64 kept), taken out of the context.
+    pub fn take_abandoned_reports(&self) -> Vec<crate::report::CaptureReport> {
+        self.inner.registry.take_abandoned()
+    }
+
+    pub(crate) fn same(&self, other: &Context) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+
+    pub(crate) fn b(&self) -> &dyn Backend {
+        self.inner.b()
+    }
+
+    pub(crate) fn reg(&self) -> &Registry {
+        &self.inner.registry
+    }
+
+    /// Maps a driver code to an error, noting it as a possible invalidation cause.
+    pub(crate) fn fail(&self, op: &'static str, site: crate::error::CallSite, code: DriverCode) -> Error {
+        if code.is_capture_error() {
+            self.reg().note_failure(crate::error::OpSite { op, site });
+        }
+        Error::Driver { op, code }
+    }
+}
+
+impl Drop for CtxInner {
+    fn drop(&mut self) {
+        for s in self.registry.drain_spare_streams() {
+            if let Err(code) = self.b().stream_destroy(s) {
+                log::error!("capture-core: destroying a spare stream failed: {code}");
+            }
+        }
+    }
+}

@@ -1,0 +1,171 @@
+//! Backends: the CUDA driver (through cudarc) and the simulated device.
+//!
+//! Both implement [`Backend`], a driver-shaped interface on plain handles. The safe types
+//! above (`Stream`, `DeviceBuffer`, `Graph`, …) hold handles and call through it; neither
+//! they nor this trait contain `unsafe`. All `unsafe` lives in [`crate::raw`], which also holds the CUDA backend.
+
+pub mod sim;
+
+pub(crate) use crate::raw::cuda::CudaBackend;
+
+use crate::error::{DriverCode, Result};
+
+/// A stream handle (`CUstream` as an integer on the GPU; an index on the simulated device).
+#[doc(hidden)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub struct RawStream(pub(crate) usize);
+/// An event handle.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct RawEvent(pub usize);
+/// A module handle.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct RawModule(pub usize);
+/// A function handle.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct RawFunction(pub usize);
+/// A graph handle.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct RawGraph(pub usize);
+/// An executable-graph handle.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct RawExec(pub usize);
+/// A device address.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub(crate) struct DevPtr(pub u64);
+/// A host allocation (pinned or managed) address.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct HostPtr(pub usize);
+
+/// Which device a [`Context`](crate::Context) runs on.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum DeviceKind {
+    /// A CUDA GPU, through the driver.
+    Cuda,
+    /// The simulated device: host memory, the H100's capture rules.
+    Simulated,
+}
+
+impl std::fmt::Display for DeviceKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            DeviceKind::Cuda => "CUDA GPU",
+            DeviceKind::Simulated => "simulated device",
+        })
+    }
+}
+
+/// The capture mode, as `cuStreamBeginCapture` takes it.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
+pub enum CaptureMode {
+    /// Potentially unsafe calls (allocation, free, synchronous copies to the legacy stream…)
+    /// fail on every thread of the process while the capture lasts. The safest; the default.
+    #[default]
+    Global,
+    /// Potentially unsafe calls fail on the capturing thread only.
+    ThreadLocal,
+    /// No calls are prohibited beyond those that touch the capturing stream itself.
+    Relaxed,
+}
+
+/// The driver's view of a stream's capture.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) enum CaptureStatus {
+    None,
+    Active,
+    Invalidated,
+}
+
+/// The kind of graph node, for counting.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Default)]
+pub struct NodeCounts {
+    /// All nodes.
+    pub total: usize,
+    /// Kernel nodes.
+    pub kernels: usize,
+    /// Copy nodes.
+    pub memcpy: usize,
+    /// Memset nodes.
+    pub memset: usize,
+    /// Host-function nodes.
+    pub host: usize,
+    /// Memory allocation nodes.
+    pub mem_alloc: usize,
+    /// Memory free nodes.
+    pub mem_free: usize,
+    /// Event record / wait and empty nodes, and any other kind.
+    pub other: usize,
+}
+
+/// Kernel launch geometry and parameter bytes (each argument in one 8-byte slot).
+pub(crate) struct LaunchParams<'p> {
+    pub grid: (u32, u32, u32),
+    pub block: (u32, u32, u32),
+    pub shared_mem_bytes: u32,
+    pub slots: &'p mut [u64],
+}
+
+/// The driver-shaped interface both backends implement.
+pub(crate) trait Backend: Send + Sync + 'static {
+    fn kind(&self) -> DeviceKind;
+    fn name(&self) -> String;
+    fn ordinal(&self) -> usize;
+    /// (free, total) bytes.
+    fn mem_info(&self) -> Result<(usize, usize), DriverCode>;
+    fn total_mem(&self) -> usize;
+
+    fn stream_create(&self) -> Result<RawStream, DriverCode>;
+    fn stream_destroy(&self, s: RawStream) -> Result<(), DriverCode>;
+    fn stream_synchronize(&self, s: RawStream) -> Result<(), DriverCode>;
+    /// Ok(true) when all work is done.
+    fn stream_query(&self, s: RawStream) -> Result<bool, DriverCode>;
+    fn ctx_synchronize(&self) -> Result<(), DriverCode>;
+
+    fn mem_alloc(&self, bytes: usize) -> Result<DevPtr, DriverCode>;
+    fn mem_alloc_async(&self, bytes: usize, s: RawStream) -> Result<DevPtr, DriverCode>;
+    fn mem_free(&self, p: DevPtr) -> Result<(), DriverCode>;
+    fn mem_free_async(&self, p: DevPtr, s: RawStream) -> Result<(), DriverCode>;
+    fn host_alloc(&self, bytes: usize) -> Result<HostPtr, DriverCode>;
+    fn host_free(&self, p: HostPtr) -> Result<(), DriverCode>;
+    fn managed_alloc(&self, bytes: usize) -> Result<DevPtr, DriverCode>;
+
+    /// Copy host bytes into a pinned/managed host-visible allocation (a plain host write).
+    fn host_write(&self, dst: HostPtr, offset: usize, src: &[u8]);
+    /// Copy a pinned/managed host-visible allocation's bytes out (a plain host read).
+    fn host_read(&self, src: HostPtr, offset: usize, dst: &mut [u8]);
+    fn managed_host_ptr(&self, p: DevPtr) -> HostPtr;
+
+    fn memcpy_htod(&self, dst: DevPtr, src: &[u8]) -> Result<(), DriverCode>;
+    fn memcpy_dtoh(&self, dst: &mut [u8], src: DevPtr) -> Result<(), DriverCode>;
+    fn memset_d8(&self, dst: DevPtr, value: u8, bytes: usize) -> Result<(), DriverCode>;
+    fn memcpy_htod_async(&self, dst: DevPtr, src: HostPtr, bytes: usize, s: RawStream) -> Result<(), DriverCode>;
+    fn memcpy_dtoh_async(&self, dst: HostPtr, src: DevPtr, bytes: usize, s: RawStream) -> Result<(), DriverCode>;
+    fn memcpy_dtod_async(&self, dst: DevPtr, src: DevPtr, bytes: usize, s: RawStream) -> Result<(), DriverCode>;
+    fn memset_d8_async(&self, dst: DevPtr, value: u8, bytes: usize, s: RawStream) -> Result<(), DriverCode>;
+
+    fn event_create(&self, timing: bool) -> Result<RawEvent, DriverCode>;
+    fn event_destroy(&self, e: RawEvent) -> Result<(), DriverCode>;
+    fn event_record(&self, e: RawEvent, s: RawStream) -> Result<(), DriverCode>;
+    fn stream_wait_event(&self, s: RawStream, e: RawEvent) -> Result<(), DriverCode>;
+    /// Ok(true) when complete.
+    fn event_query(&self, e: RawEvent) -> Result<bool, DriverCode>;
+    fn event_synchronize(&self, e: RawEvent) -> Result<(), DriverCode>;
+    fn event_elapsed_ms(&self, start: RawEvent, end: RawEvent) -> Result<f32, DriverCode>;
+
+    fn module_load(&self, ptx: &str) -> Result<RawModule, DriverCode>;
+    fn module_unload(&self, m: RawModule) -> Result<(), DriverCode>;
+    fn module_function(&self, m: RawModule, name: &str) -> Result<RawFunction, DriverCode>;
+    fn launch(&self, f: RawFunction, p: LaunchParams<'_>, s: RawStream) -> Result<(), DriverCode>;
+
+    fn begin_capture(&self, s: RawStream, mode: CaptureMode) -> Result<(), DriverCode>;
+    /// Ends the capture. Ok(None) when the driver returns no graph.
+    fn end_capture(&self, s: RawStream) -> Result<RawGraph, DriverCode>;
+    fn capture_status(&self, s: RawStream) -> Result<CaptureStatus, DriverCode>;
+    fn graph_nodes(&self, g: RawGraph) -> Result<NodeCounts, DriverCode>;
+    fn graph_instantiate(&self, g: RawGraph) -> Result<RawExec, DriverCode>;
+    fn graph_upload(&self, e: RawExec, s: RawStream) -> Result<(), DriverCode>;
+    fn graph_launch(&self, e: RawExec, s: RawStream) -> Result<(), DriverCode>;
+    fn graph_exec_destroy(&self, e: RawExec) -> Result<(), DriverCode>;
+    fn graph_destroy(&self, g: RawGraph) -> Result<(), DriverCode>;
+}

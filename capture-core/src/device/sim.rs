@@ -1,0 +1,794 @@
+//! The simulated device: host memory behind the driver-shaped [`Backend`] interface, with the
+//! capture rules measured on an H100 (driver 580, CUDA 13).
+//!
+//! # What it models
+//! - **Capture state machine** per stream: none → active → (invalidated) → ended, with the
+//!   Global / ThreadLocal / Relaxed modes and the capturing thread.
+//! - **Loud operations** — stream synchronize, stream query, context synchronize, and event
+//!   query/synchronize on an event recorded inside a capture — fail with
+//!   `CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED` (`CUDA_ERROR_CAPTURED_EVENT` for events) and
+//!   invalidate the capture, in every mode.
+//! - **Prohibited calls** — synchronous, managed and pinned allocation, and synchronous and
+//!   pinned frees — fail with `CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED` and invalidate every
+//!   capture that prohibits them: any Global-mode capture, and a ThreadLocal-mode capture
+//!   begun on the calling thread. Relaxed-mode captures allow them.
+//! - **Silent operations** — synchronous copies and memsets, and work on a stream that is not
+//!   capturing — run *now*, return success, and are not recorded: every replay then misses
+//!   them, exactly the stale-data bug real hardware has. (The library's report names them.)
+//! - **Deferred reads** — an async copy from pinned host memory re-reads that memory at every
+//!   replay; a copy or kernel that touches freed memory fails with
+//!   `CUDA_ERROR_ILLEGAL_ADDRESS`.
+//! - **Fork/join**: a stream that waits on an event recorded inside a capture joins it; if it
+//!   has not been waited on by the capture again when the capture ends, ending fails with
+//!   `CUDA_ERROR_STREAM_CAPTURE_UNJOINED`.
+//! - **Graphs**: copies, memsets and memory nodes really execute at every replay; kernel nodes
+//!   are recorded and run the host implementation registered for that kernel name with
+//!   [`SimDevice::register_kernel`], if any.
+//!
+//! # What it does not model
+//! - Timing and concurrency: every operation completes before the call returns, so a stream
+//!   is never busy (`stream_query` is always ready outside capture) and races cannot occur.
+//! - Kernels without a registered host implementation do nothing (they are still recorded,
+//!   validated against their PTX signature, and counted).
+//! - PTX is parsed for its entry points and parameter lists only; it is never compiled.
+//! - Graph memory nodes are backed by host memory reserved at capture time and kept until
+//!   the graph is destroyed; their contents persist between replays (on hardware they may
+//!   not — do not rely on either).
+//! - The legacy NULL stream, stream priorities, peer access, multiple devices, cooperative
+//!   launches, graph update, conditional nodes and child-graph nodes.
+//! - Sticky errors: an illegal address fails the one operation, not the whole context.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::fmt;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::thread::ThreadId;
+
+use super::{
+    Backend, CaptureMode, CaptureStatus, DevPtr, DeviceKind, HostPtr, LaunchParams, NodeCounts, RawEvent, RawExec,
+    RawFunction, RawGraph, RawModule, RawStream,
+};
+use crate::error::DriverCode;
+use crate::ptx::{self, KernelSignature};
+
+const ILLEGAL_STATE: DriverCode = DriverCode(401);
+
+/// A host implementation of a kernel for the simulated device.
+pub type HostKernel = Arc<dyn Fn(&mut KernelCall<'_>) -> Result<(), KernelFault> + Send + Sync>;
+
+/// A simulated kernel touched memory it does not own.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KernelFault {
+    /// What went wrong.
+    pub reason: String,
+}
+
+impl fmt::Display for KernelFault {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.reason)
+    }
+}
+
+/// One kernel launch as a host implementation sees it: its geometry, its arguments (one
+/// 8-byte slot per parameter) and the device's memory.
+pub struct KernelCall<'m> {
+    /// Grid dimensions.
+    pub grid: (u32, u32, u32),
+    /// Block dimensions.
+    pub block: (u32, u32, u32),
+    slots: &'m [u64],
+    mem: &'m mut Memory,
+}
+
+impl KernelCall<'_> {
+    /// Number of arguments.
+    pub fn arg_count(&self) -> usize {
+        self.slots.len()
+    }
+    fn slot(&self, i: usize) -> Result<u64, KernelFault> {
+        self.slots
+            .get(i)
+            .copied()
+            .ok_or_else(|| KernelFault { reason: format!("argument {i} does not exist ({} given)", self.slots.len()) })
+    }
+    /// Argument `i` as a device address.
+    pub fn ptr(&self, i: usize) -> Result<u64, KernelFault> {
+        self.slot(i)
+    }
+    /// Argument `i` as a `u32`.
+    pub fn u32(&self, i: usize) -> Result<u32, KernelFault> {
+        Ok(self.slot(i)? as u32)
+    }
+    /// Argument `i` as an `f32`.
+    pub fn f32(&self, i: usize) -> Result<f32, KernelFault> {
+        Ok(f32::from_bits(self.slot(i)? as u32))
+    }
+    /// Reads `len` elements at device address `addr`.
+    pub fn read<T: bytemuck::Pod>(&self, addr: u64, len: usize) -> Result<Vec<T>, KernelFault> {
+        let mut out = vec![T::zeroed(); len];
+        self.mem
+            .read(addr, bytemuck::cast_slice_mut(&mut out))
+            .map_err(|_| KernelFault { reason: format!("read of {len} elements at {addr:#x} is out of bounds") })?;
+        Ok(out)
+    }
+    /// Writes `data` at device address `addr`.
+    pub fn write<T: bytemuck::Pod>(&mut self, addr: u64, data: &[T]) -> Result<(), KernelFault> {
+        self.mem.write(addr, bytemuck::cast_slice(data)).map_err(|_| KernelFault {
+            reason: format!("write of {} elements at {addr:#x} is out of bounds", data.len()),
+        })
+    }
+}
+
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+enum AllocKind {
+    Device,
+    Host,
+    Managed,
+    Graph,
+}
+
+struct Alloc {
+    kind: AllocKind,
+    data: Vec<u8>,
+}
+
+/// The simulated address space.
+#[derive(Default)]
+pub(crate) struct Memory {
+    allocs: BTreeMap<u64, Alloc>,
+    next: u64,
+    used: usize,
+}
+
+impl Memory {
+    fn alloc(&mut self, bytes: usize, kind: AllocKind) -> u64 {
+        if self.next == 0 {
+            self.next = 0x7000_0000_0000;
+        }
+        let base = self.next;
+        // 256-byte alignment like the driver, plus a guard gap so overruns are detected.
+        self.next = base + ((bytes as u64 + 255) & !255) + 4096;
+        self.used += bytes;
+        self.allocs.insert(base, Alloc { kind, data: vec![0; bytes] });
+        base
+    }
+    fn free(&mut self, base: u64, kinds: &[AllocKind]) -> Result<(), DriverCode> {
+        match self.allocs.get(&base) {
+            Some(a) if kinds.contains(&a.kind) => {
+                self.used -= a.data.len();
+                self.allocs.remove(&base);
+                Ok(())
+            }
+            _ => Err(DriverCode::INVALID_VALUE),
+        }
+    }
+    fn locate(&mut self, addr: u64, len: usize) -> Result<&mut [u8], DriverCode> {
+        let (base, a) = self.allocs.range_mut(..=addr).next_back().ok_or(DriverCode::ILLEGAL_ADDRESS)?;
+        let off = usize::try_from(addr - base).map_err(|_| DriverCode::ILLEGAL_ADDRESS)?;
+        let end = off.checked_add(len).ok_or(DriverCode::ILLEGAL_ADDRESS)?;
+        a.data.get_mut(off..end).ok_or(DriverCode::ILLEGAL_ADDRESS)
+    }
+    fn locate_ref(&self, addr: u64, len: usize) -> Result<&[u8], DriverCode> {
+        let (base, a) = self.allocs.range(..=addr).next_back().ok_or(DriverCode::ILLEGAL_ADDRESS)?;
+        let off = usize::try_from(addr - base).map_err(|_| DriverCode::ILLEGAL_ADDRESS)?;
+        let end = off.checked_add(len).ok_or(DriverCode::ILLEGAL_ADDRESS)?;
+        a.data.get(off..end).ok_or(DriverCode::ILLEGAL_ADDRESS)
+    }
+    fn read(&self, addr: u64, dst: &mut [u8]) -> Result<(), DriverCode> {
+        dst.copy_from_slice(self.locate_ref(addr, dst.len())?);
+        Ok(())
+    }
+    fn write(&mut self, addr: u64, src: &[u8]) -> Result<(), DriverCode> {
+        self.locate(addr, src.len())?.copy_from_slice(src);
+        Ok(())
+    }
+    fn copy(&mut self, dst: u64, src: u64, bytes: usize) -> Result<(), DriverCode> {
+        let mut tmp = vec![0; bytes];
+        self.read(src, &mut tmp)?;
+        self.write(dst, &tmp)
+    }
+    fn set(&mut self, dst: u64, value: u8, bytes: usize) -> Result<(), DriverCode> {
+        self.locate(dst, bytes)?.fill(value);
+        Ok(())
+    }
+}
+
+#[derive(Clone)]
+enum Node {
+    Kernel { name: String, grid: (u32, u32, u32), block: (u32, u32, u32), slots: Vec<u64> },
+    Copy { dst: u64, src: u64, bytes: usize },
+    Memset { dst: u64, value: u8, bytes: usize },
+    MemAlloc,
+    MemFree,
+    Event,
+}
+
+#[derive(PartialEq, Eq, Clone, Copy, Debug)]
+enum CapState {
+    Active,
+    Invalidated,
+}
+
+struct Capture {
+    origin: usize,
+    mode: CaptureMode,
+    thread: ThreadId,
+    state: CapState,
+    nodes: Vec<Node>,
+    /// Forked streams and whether their latest work has been joined back.
+    forks: HashMap<usize, bool>,
+    graph_allocs: Vec<u64>,
+}
+
+#[derive(Default)]
+struct SimStream {
+    capture: Option<u64>,
+}
+
+#[derive(Default)]
+struct SimEvent {
+    /// (capture id, recorded by stream) if last recorded inside a capture.
+    captured: Option<(u64, usize)>,
+}
+
+struct Graph {
+    nodes: Arc<Vec<Node>>,
+    allocs: Vec<u64>,
+}
+
+#[derive(Default)]
+struct State {
+    mem: Memory,
+    next_handle: usize,
+    next_capture: u64,
+    streams: HashMap<usize, SimStream>,
+    events: HashMap<usize, SimEvent>,
+    modules: HashMap<usize, Vec<KernelSignature>>,
+    functions: HashMap<usize, String>,
+    captures: HashMap<u64, Capture>,
+    graphs: HashMap<usize, Graph>,
+    execs: HashMap<usize, Arc<Vec<Node>>>,
+    kernels: HashMap<String, HostKernel>,
+    unmodelled: HashSet<String>,
+}
+
+impl State {
+    fn handle(&mut self) -> usize {
+        self.next_handle += 1;
+        self.next_handle
+    }
+    fn active_capture_of(&self, s: usize) -> Option<u64> {
+        self.streams.get(&s).and_then(|st| st.capture)
+    }
+    /// Invalidates every capture that prohibits "potentially unsafe" calls from this thread.
+    fn prohibited(&mut self) -> Result<(), DriverCode> {
+        let me = std::thread::current().id();
+        let mut hit = false;
+        for c in self.captures.values_mut() {
+            let applies = match c.mode {
+                CaptureMode::Global => true,
+                CaptureMode::ThreadLocal => c.thread == me,
+                CaptureMode::Relaxed => false,
+            };
+            if applies {
+                c.state = CapState::Invalidated;
+                hit = true;
+            }
+        }
+        if hit {
+            Err(DriverCode::STREAM_CAPTURE_UNSUPPORTED)
+        } else {
+            Ok(())
+        }
+    }
+    fn invalidate(&mut self, cap: u64) {
+        if let Some(c) = self.captures.get_mut(&cap) {
+            c.state = CapState::Invalidated;
+        }
+    }
+    /// Records `node` if `s` is capturing; `Ok(false)` when the caller should run it now.
+    fn record(&mut self, s: usize, node: Node) -> Result<bool, DriverCode> {
+        let Some(cap) = self.active_capture_of(s) else { return Ok(false) };
+        let c = self.captures.get_mut(&cap).ok_or(DriverCode::INVALID_HANDLE)?;
+        if c.state == CapState::Invalidated {
+            return Err(DriverCode::STREAM_CAPTURE_INVALIDATED);
+        }
+        if s != c.origin {
+            c.forks.insert(s, false);
+        }
+        c.nodes.push(node);
+        Ok(true)
+    }
+    fn run(&mut self, node: &Node) -> Result<(), DriverCode> {
+        match node {
+            Node::Kernel { name, grid, block, slots } => {
+                let Some(k) = self.kernels.get(name).cloned() else {
+                    self.unmodelled.insert(name.clone());
+                    return Ok(());
+                };
+                let mut call = KernelCall { grid: *grid, block: *block, slots, mem: &mut self.mem };
+                k(&mut call).map_err(|_| DriverCode::ILLEGAL_ADDRESS)
+            }
+            Node::Copy { dst, src, bytes, .. } => self.mem.copy(*dst, *src, *bytes),
+            Node::Memset { dst, value, bytes } => self.mem.set(*dst, *value, *bytes),
+            Node::MemAlloc | Node::MemFree | Node::Event => Ok(()),
+        }
+    }
+    fn record_or_run(&mut self, s: usize, node: Node) -> Result<(), DriverCode> {
+        if !self.streams.contains_key(&s) {
+            return Err(DriverCode::INVALID_HANDLE);
+        }
+        if self.record(s, node.clone())? {
+            Ok(())
+        } else {
+            self.run(&node)
+        }
+    }
+}
+
+/// The simulated device. Create a context on it with
+/// [`Context::simulated`](crate::Context::simulated); reach it from a context with
+/// [`Context::sim`](crate::Context::sim) to register host implementations of kernels.
+pub struct SimDevice {
+    state: Mutex<State>,
+    total: usize,
+}
+
+impl fmt::Debug for SimDevice {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SimDevice").field("total_mem", &self.total).finish_non_exhaustive()
+    }
+}
+
+/// The simulated device's memory size: an H100's 80 GiB.
+pub const SIM_TOTAL_MEM: usize = 80 << 30;
+
+impl SimDevice {
+    pub(crate) fn new() -> Self {
+        Self { state: Mutex::new(State::default()), total: SIM_TOTAL_MEM }
+    }
+
+    fn st(&self) -> MutexGuard<'_, State> {
+        // A poisoned lock means a host kernel panicked; the state is still consistent
+        // (every mutation completes before user code runs), so carry on.
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Registers a host implementation for the kernel named `name`: launches and graph
+    /// replays of that kernel run it. Replaces any earlier one.
+    pub fn register_kernel<F>(&self, name: &str, f: F)
+    where
+        F: Fn(&mut KernelCall<'_>) -> Result<(), KernelFault> + Send + Sync + 'static,
+    {
+        self.st().kernels.insert(name.to_owned(), Arc::new(f));
+    }
+
+    /// Kernels that were run (launched eagerly or replayed) without a host implementation.
+    pub fn unmodelled_kernels(&self) -> Vec<String> {
+        let mut v: Vec<_> = self.st().unmodelled.iter().cloned().collect();
+        v.sort();
+        v
+    }
+
+    /// Bytes currently allocated (device, pinned, managed and graph memory).
+    pub fn bytes_in_use(&self) -> usize {
+        self.st().mem.used
+    }
+
+    /// Number of live streams, events, modules, graphs and executable graphs (for leak tests).
+    pub fn live_handles(&self) -> usize {
+        let s = self.st();
+        s.streams.len() + s.events.len() + s.modules.len() + s.graphs.len() + s.execs.len()
+    }
+}
+
+impl Backend for SimDevice {
+    fn kind(&self) -> DeviceKind {
+        DeviceKind::Simulated
+    }
+    fn name(&self) -> String {
+        "simulated device (host memory, H100 capture rules)".to_owned()
+    }
+    fn ordinal(&self) -> usize {
+        0
+    }
+    fn mem_info(&self) -> Result<(usize, usize), DriverCode> {
+        let used = self.st().mem.used;
+        Ok((self.total.saturating_sub(used), self.total))
+    }
+    fn total_mem(&self) -> usize {
+        self.total
+    }
+
+    fn stream_create(&self) -> Result<RawStream, DriverCode> {
+        let mut s = self.st();
+        let h = s.handle();
+        s.streams.insert(h, SimStream::default());
+        Ok(RawStream(h))
+    }
+    fn stream_destroy(&self, s: RawStream) -> Result<(), DriverCode> {
+        let mut st = self.st();
+        if st.active_capture_of(s.0).is_some() {
+            return Err(ILLEGAL_STATE);
+        }
+        st.streams.remove(&s.0).map(|_| ()).ok_or(DriverCode::INVALID_HANDLE)
+    }
+    fn stream_synchronize(&self, s: RawStream) -> Result<(), DriverCode> {
+        let mut st = self.st();
+        if let Some(cap) = st.active_capture_of(s.0) {
+            st.invalidate(cap);
+            return Err(DriverCode::STREAM_CAPTURE_UNSUPPORTED);
+        }
+        st.streams.get(&s.0).map(|_| ()).ok_or(DriverCode::INVALID_HANDLE)
+    }
+    fn stream_query(&self, s: RawStream) -> Result<bool, DriverCode> {
+        self.stream_synchronize(s).map(|()| true)
+    }
+    fn ctx_synchronize(&self) -> Result<(), DriverCode> {
+        let mut st = self.st();
+        if st.captures.is_empty() {
+            return Ok(());
+        }
+        for c in st.captures.values_mut() {
+            c.state = CapState::Invalidated;
+        }
+        Err(DriverCode::STREAM_CAPTURE_UNSUPPORTED)
+    }
+
+    fn mem_alloc(&self, bytes: usize) -> Result<DevPtr, DriverCode> {
+        let mut st = self.st();
+        st.prohibited()?;
+        if bytes == 0 {
+            return Err(DriverCode::INVALID_VALUE);
+        }
+        if st.mem.used.saturating_add(bytes) > self.total {
+            return Err(DriverCode::OUT_OF_MEMORY);
+        }
+        Ok(DevPtr(st.mem.alloc(bytes, AllocKind::Device)))
+    }
+    fn mem_alloc_async(&self, bytes: usize, s: RawStream) -> Result<DevPtr, DriverCode> {
+        let mut st = self.st();
+        if bytes == 0 {
+            return Err(DriverCode::INVALID_VALUE);
+        }
+        if st.mem.used.saturating_add(bytes) > self.total {
+            return Err(DriverCode::OUT_OF_MEMORY);
+        }
+        match st.active_capture_of(s.0) {
+            Some(cap) => {
+                st.record(s.0, Node::MemAlloc)?;
+                let p = st.mem.alloc(bytes, AllocKind::Graph);
+                if let Some(c) = st.captures.get_mut(&cap) {
+                    c.graph_allocs.push(p);
+                }
+                Ok(DevPtr(p))
+            }
+            None => {
+                if !st.streams.contains_key(&s.0) {
+                    return Err(DriverCode::INVALID_HANDLE);
+                }
+                Ok(DevPtr(st.mem.alloc(bytes, AllocKind::Device)))
+            }
+        }
+    }
+    fn mem_free(&self, p: DevPtr) -> Result<(), DriverCode> {
+        let mut st = self.st();
+        st.prohibited()?;
+        st.mem.free(p.0, &[AllocKind::Device, AllocKind::Managed])
+    }
+    fn mem_free_async(&self, p: DevPtr, s: RawStream) -> Result<(), DriverCode> {
+        let mut st = self.st();
+        if st.active_capture_of(s.0).is_some() {
+            // Freed in the graph; the memory stays reserved until the graph is destroyed.
+            st.record(s.0, Node::MemFree).map(|_| ())
+        } else {
+            st.mem.free(p.0, &[AllocKind::Device])
+        }
+    }
+    fn host_alloc(&self, bytes: usize) -> Result<HostPtr, DriverCode> {
+        let mut st = self.st();
+        st.prohibited()?;
+        if bytes == 0 {
+            return Err(DriverCode::INVALID_VALUE);
+        }
+        Ok(HostPtr(st.mem.alloc(bytes, AllocKind::Host) as usize))
+    }
+    fn host_free(&self, p: HostPtr) -> Result<(), DriverCode> {
+        let mut st = self.st();
+        st.prohibited()?;
+        st.mem.free(p.0 as u64, &[AllocKind::Host])
+    }
+    fn managed_alloc(&self, bytes: usize) -> Result<DevPtr, DriverCode> {
+        let mut st = self.st();
+        st.prohibited()?;
+        if bytes == 0 {
+            return Err(DriverCode::INVALID_VALUE);
+        }
+        if st.mem.used.saturating_add(bytes) > self.total {
+            return Err(DriverCode::OUT_OF_MEMORY);
+        }
+        Ok(DevPtr(st.mem.alloc(bytes, AllocKind::Managed)))
+    }
+    fn host_write(&self, dst: HostPtr, offset: usize, src: &[u8]) {
+        // The safe layer checks bounds first; an error here would be a bug in it.
+        let r = self.st().mem.write(dst.0 as u64 + offset as u64, src);
+        debug_assert!(r.is_ok(), "host_write out of bounds");
+    }
+    fn host_read(&self, src: HostPtr, offset: usize, dst: &mut [u8]) {
+        let r = self.st().mem.read(src.0 as u64 + offset as u64, dst);
+        debug_assert!(r.is_ok(), "host_read out of bounds");
+    }
+    fn managed_host_ptr(&self, p: DevPtr) -> HostPtr {
+        HostPtr(p.0 as usize)
+    }
+
+    fn memcpy_htod(&self, dst: DevPtr, src: &[u8]) -> Result<(), DriverCode> {
+        // Silent during capture: runs now, not recorded.
+        self.st().mem.write(dst.0, src)
+    }
+    fn memcpy_dtoh(&self, dst: &mut [u8], src: DevPtr) -> Result<(), DriverCode> {
+        self.st().mem.read(src.0, dst)
+    }
+    fn memset_d8(&self, dst: DevPtr, value: u8, bytes: usize) -> Result<(), DriverCode> {
+        self.st().mem.set(dst.0, value, bytes)
+    }
+    fn memcpy_htod_async(&self, dst: DevPtr, src: HostPtr, bytes: usize, s: RawStream) -> Result<(), DriverCode> {
+        let node = Node::Copy { dst: dst.0, src: src.0 as u64, bytes };
+        self.st().record_or_run(s.0, node)
+    }
+    fn memcpy_dtoh_async(&self, dst: HostPtr, src: DevPtr, bytes: usize, s: RawStream) -> Result<(), DriverCode> {
+        let node = Node::Copy { dst: dst.0 as u64, src: src.0, bytes };
+        self.st().record_or_run(s.0, node)
+    }
+    fn memcpy_dtod_async(&self, dst: DevPtr, src: DevPtr, bytes: usize, s: RawStream) -> Result<(), DriverCode> {
+        let node = Node::Copy { dst: dst.0, src: src.0, bytes };
+        self.st().record_or_run(s.0, node)
+    }
+    fn memset_d8_async(&self, dst: DevPtr, value: u8, bytes: usize, s: RawStream) -> Result<(), DriverCode> {
+        self.st().record_or_run(s.0, Node::Memset { dst: dst.0, value, bytes })
+    }
+
+    fn event_create(&self, _timing: bool) -> Result<RawEvent, DriverCode> {
+        let mut st = self.st();
+        let h = st.handle();
+        st.events.insert(h, SimEvent::default());
+        Ok(RawEvent(h))
+    }
+    fn event_destroy(&self, e: RawEvent) -> Result<(), DriverCode> {
+        self.st().events.remove(&e.0).map(|_| ()).ok_or(DriverCode::INVALID_HANDLE)
+    }
+    fn event_record(&self, e: RawEvent, s: RawStream) -> Result<(), DriverCode> {
+        let mut st = self.st();
+        if !st.events.contains_key(&e.0) || !st.streams.contains_key(&s.0) {
+            return Err(DriverCode::INVALID_HANDLE);
+        }
+        let cap = st.active_capture_of(s.0);
+        if cap.is_some() {
+            st.record(s.0, Node::Event)?;
+        }
+        if let Some(ev) = st.events.get_mut(&e.0) {
+            ev.captured = cap.map(|c| (c, s.0));
+        }
+        Ok(())
+    }
+    fn stream_wait_event(&self, s: RawStream, e: RawEvent) -> Result<(), DriverCode> {
+        let mut st = self.st();
+        let captured = st.events.get(&e.0).ok_or(DriverCode::INVALID_HANDLE)?.captured;
+        if !st.streams.contains_key(&s.0) {
+            return Err(DriverCode::INVALID_HANDLE);
+        }
+        let Some((cap, recorded_by)) = captured else {
+            // Waiting on an ordinary (completed) event: nothing to do, or an edge in a capture.
+            if st.active_capture_of(s.0).is_some() {
+                st.record(s.0, Node::Event)?;
+            }
+            return Ok(());
+        };
+        match st.active_capture_of(s.0) {
+            None => {
+                // Fork: the stream joins the capture.
+                let c = st.captures.get_mut(&cap).ok_or(DriverCode::STREAM_CAPTURE_INVALIDATED)?;
+                if c.state == CapState::Invalidated {
+                    return Err(DriverCode::STREAM_CAPTURE_INVALIDATED);
+                }
+                c.forks.insert(s.0, false);
+                if let Some(ss) = st.streams.get_mut(&s.0) {
+                    ss.capture = Some(cap);
+                }
+                Ok(())
+            }
+            Some(mine) if mine == cap => {
+                // Join: the recording stream's work is now waited on.
+                if let Some(c) = st.captures.get_mut(&cap) {
+                    if recorded_by != s.0 {
+                        if let Some(j) = c.forks.get_mut(&recorded_by) {
+                            *j = true;
+                        }
+                    }
+                }
+                st.record(s.0, Node::Event).map(|_| ())
+            }
+            Some(_) => Err(DriverCode::STREAM_CAPTURE_ISOLATION),
+        }
+    }
+    fn event_query(&self, e: RawEvent) -> Result<bool, DriverCode> {
+        self.event_synchronize(e).map(|()| true)
+    }
+    fn event_synchronize(&self, e: RawEvent) -> Result<(), DriverCode> {
+        let mut st = self.st();
+        let captured = st.events.get(&e.0).ok_or(DriverCode::INVALID_HANDLE)?.captured;
+        if let Some((cap, _)) = captured {
+            if st.captures.contains_key(&cap) {
+                st.invalidate(cap);
+                return Err(DriverCode::CAPTURED_EVENT);
+            }
+        }
+        Ok(())
+    }
+    fn event_elapsed_ms(&self, start: RawEvent, end: RawEvent) -> Result<f32, DriverCode> {
+        let st = self.st();
+        if !st.events.contains_key(&start.0) || !st.events.contains_key(&end.0) {
+            return Err(DriverCode::INVALID_HANDLE);
+        }
+        // Everything completes at once on the simulated device.
+        Ok(0.0)
+    }
+
+    fn module_load(&self, text: &str) -> Result<RawModule, DriverCode> {
+        let sigs = ptx::parse(text).map_err(|_| DriverCode(218))?;
+        let mut st = self.st();
+        let h = st.handle();
+        st.modules.insert(h, sigs);
+        Ok(RawModule(h))
+    }
+    fn module_unload(&self, m: RawModule) -> Result<(), DriverCode> {
+        self.st().modules.remove(&m.0).map(|_| ()).ok_or(DriverCode::INVALID_HANDLE)
+    }
+    fn module_function(&self, m: RawModule, name: &str) -> Result<RawFunction, DriverCode> {
+        let mut st = self.st();
+        let sigs = st.modules.get(&m.0).ok_or(DriverCode::INVALID_HANDLE)?;
+        if !sigs.iter().any(|k| k.name == name) {
+            return Err(DriverCode::NOT_FOUND);
+        }
+        let h = st.handle();
+        st.functions.insert(h, name.to_owned());
+        Ok(RawFunction(h))
+    }
+    fn launch(&self, f: RawFunction, p: LaunchParams<'_>, s: RawStream) -> Result<(), DriverCode> {
+        let mut st = self.st();
+        let name = st.functions.get(&f.0).ok_or(DriverCode::INVALID_HANDLE)?.clone();
+        let node = Node::Kernel { name, grid: p.grid, block: p.block, slots: p.slots.to_vec() };
+        st.record_or_run(s.0, node)
+    }
+
+    fn begin_capture(&self, s: RawStream, mode: CaptureMode) -> Result<(), DriverCode> {
+        let mut st = self.st();
+        match st.streams.get(&s.0) {
+            None => return Err(DriverCode::INVALID_HANDLE),
+            Some(ss) if ss.capture.is_some() => return Err(ILLEGAL_STATE),
+            Some(_) => {}
+        }
+        st.next_capture += 1;
+        let id = st.next_capture;
+        st.captures.insert(
+            id,
+            Capture {
+                origin: s.0,
+                mode,
+                thread: std::thread::current().id(),
+                state: CapState::Active,
+                nodes: Vec::new(),
+                forks: HashMap::new(),
+                graph_allocs: Vec::new(),
+            },
+        );
+        if let Some(ss) = st.streams.get_mut(&s.0) {
+            ss.capture = Some(id);
+        }
+        Ok(())
+    }
+    fn end_capture(&self, s: RawStream) -> Result<RawGraph, DriverCode> {
+        let mut st = self.st();
+        let cap = st.active_capture_of(s.0).ok_or(ILLEGAL_STATE)?;
+        let c = st.captures.get(&cap).ok_or(ILLEGAL_STATE)?;
+        if c.origin != s.0 {
+            return Err(DriverCode::STREAM_CAPTURE_UNMATCHED);
+        }
+        if c.mode != CaptureMode::Relaxed && c.thread != std::thread::current().id() {
+            return Err(DriverCode::STREAM_CAPTURE_WRONG_THREAD);
+        }
+        // The capture ends here whatever the outcome: every stream in it leaves capture mode.
+        let c = st.captures.remove(&cap).ok_or(ILLEGAL_STATE)?;
+        for ss in st.streams.values_mut() {
+            if ss.capture == Some(cap) {
+                ss.capture = None;
+            }
+        }
+        let outcome = if c.state == CapState::Invalidated {
+            Err(DriverCode::STREAM_CAPTURE_INVALIDATED)
+        } else if c.forks.values().any(|joined| !joined) {
+            Err(DriverCode::STREAM_CAPTURE_UNJOINED)
+        } else {
+            Ok(())
+        };
+        match outcome {
+            Ok(()) => {
+                let h = st.handle();
+                st.graphs.insert(h, Graph { nodes: Arc::new(c.nodes), allocs: c.graph_allocs });
+                Ok(RawGraph(h))
+            }
+            Err(e) => {
+                for p in c.graph_allocs {
+                    let _ = st.mem.free(p, &[AllocKind::Graph]);
+                }
+                Err(e)
+            }
+        }
+    }
+    fn capture_status(&self, s: RawStream) -> Result<CaptureStatus, DriverCode> {
+        let st = self.st();
+        if !st.streams.contains_key(&s.0) {
+            return Err(DriverCode::INVALID_HANDLE);
+        }
+        Ok(match st.active_capture_of(s.0).and_then(|c| st.captures.get(&c)) {
+            None => CaptureStatus::None,
+            Some(c) if c.state == CapState::Active => CaptureStatus::Active,
+            Some(_) => CaptureStatus::Invalidated,
+        })
+    }
+    fn graph_nodes(&self, g: RawGraph) -> Result<NodeCounts, DriverCode> {
+        let st = self.st();
+        let graph = st.graphs.get(&g.0).ok_or(DriverCode::INVALID_HANDLE)?;
+        let mut c = NodeCounts { total: graph.nodes.len(), ..NodeCounts::default() };
+        for n in graph.nodes.iter() {
+            match n {
+                Node::Kernel { .. } => c.kernels += 1,
+                Node::Copy { .. } => c.memcpy += 1,
+                Node::Memset { .. } => c.memset += 1,
+                Node::MemAlloc => c.mem_alloc += 1,
+                Node::MemFree => c.mem_free += 1,
+                Node::Event => c.other += 1,
+            }
+        }
+        Ok(c)
+    }
+    fn graph_instantiate(&self, g: RawGraph) -> Result<RawExec, DriverCode> {
+        let mut st = self.st();
+        let nodes = st.graphs.get(&g.0).ok_or(DriverCode::INVALID_HANDLE)?.nodes.clone();
+        let h = st.handle();
+        st.execs.insert(h, nodes);
+        Ok(RawExec(h))
+    }
+    fn graph_upload(&self, e: RawExec, s: RawStream) -> Result<(), DriverCode> {
+        let st = self.st();
+        if !st.execs.contains_key(&e.0) || !st.streams.contains_key(&s.0) {
+            return Err(DriverCode::INVALID_HANDLE);
+        }
+        Ok(())
+    }
+    fn graph_launch(&self, e: RawExec, s: RawStream) -> Result<(), DriverCode> {
+        let mut st = self.st();
+        let nodes = st.execs.get(&e.0).ok_or(DriverCode::INVALID_HANDLE)?.clone();
+        if !st.streams.contains_key(&s.0) {
+            return Err(DriverCode::INVALID_HANDLE);
+        }
+        if st.active_capture_of(s.0).is_some() {
+            // Child-graph nodes are not modelled.
+            return Err(DriverCode(801));
+        }
+        for n in nodes.iter() {
+            st.run(n)?;
+        }
+        Ok(())
+    }
+    fn graph_exec_destroy(&self, e: RawExec) -> Result<(), DriverCode> {
+        self.st().execs.remove(&e.0).map(|_| ()).ok_or(DriverCode::INVALID_HANDLE)
+    }
+    fn graph_destroy(&self, g: RawGraph) -> Result<(), DriverCode> {
+        let mut st = self.st();
+        let graph = st.graphs.remove(&g.0).ok_or(DriverCode::INVALID_HANDLE)?;
+        for p in graph.allocs {
+            let _ = st.mem.free(p, &[AllocKind::Graph]);
+        }
+        Ok(())
+    }
+}

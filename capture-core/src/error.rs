@@ -1,0 +1,349 @@
+//! Typed errors. Every variant says what went wrong and what to do about it.
+
+use std::fmt;
+use std::panic::Location;
+
+/// A result whose error is this crate's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// A CUDA driver result code (`CUresult`), kept as its number and name so that the same
+/// values come out of the GPU and the simulated device.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub struct DriverCode(pub u32);
+
+impl DriverCode {
+    /// `CUDA_ERROR_INVALID_VALUE`.
+    pub const INVALID_VALUE: Self = Self(1);
+    /// `CUDA_ERROR_OUT_OF_MEMORY`.
+    pub const OUT_OF_MEMORY: Self = Self(2);
+    /// `CUDA_ERROR_NOT_INITIALIZED`.
+    pub const NOT_INITIALIZED: Self = Self(3);
+    /// `CUDA_ERROR_NO_DEVICE`.
+    pub const NO_DEVICE: Self = Self(100);
+    /// `CUDA_ERROR_INVALID_DEVICE`.
+    pub const INVALID_DEVICE: Self = Self(101);
+    /// `CUDA_ERROR_INVALID_HANDLE`.
+    pub const INVALID_HANDLE: Self = Self(400);
+    /// `CUDA_ERROR_NOT_FOUND`.
+    pub const NOT_FOUND: Self = Self(500);
+    /// `CUDA_ERROR_NOT_READY`.
+    pub const NOT_READY: Self = Self(600);
+    /// `CUDA_ERROR_ILLEGAL_ADDRESS`.
+    pub const ILLEGAL_ADDRESS: Self = Self(700);
+    /// `CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED`: the operation is not permitted while a stream
+    /// is capturing; the capture is invalidated.
+    pub const STREAM_CAPTURE_UNSUPPORTED: Self = Self(900);
+    /// `CUDA_ERROR_STREAM_CAPTURE_INVALIDATED`: the capture was invalidated by an earlier error.
+    pub const STREAM_CAPTURE_INVALIDATED: Self = Self(901);
+    /// `CUDA_ERROR_STREAM_CAPTURE_MERGE`.
+    pub const STREAM_CAPTURE_MERGE: Self = Self(902);
+    /// `CUDA_ERROR_STREAM_CAPTURE_UNMATCHED`.
+    pub const STREAM_CAPTURE_UNMATCHED: Self = Self(903);
+    /// `CUDA_ERROR_STREAM_CAPTURE_UNJOINED`: a stream forked into the capture was not joined
+    /// back before the capture ended.
+    pub const STREAM_CAPTURE_UNJOINED: Self = Self(904);
+    /// `CUDA_ERROR_STREAM_CAPTURE_ISOLATION`.
+    pub const STREAM_CAPTURE_ISOLATION: Self = Self(905);
+    /// `CUDA_ERROR_STREAM_CAPTURE_IMPLICIT`.
+    pub const STREAM_CAPTURE_IMPLICIT: Self = Self(906);
+    /// `CUDA_ERROR_CAPTURED_EVENT`: the event was recorded in a capture and cannot be queried
+    /// or waited on from the host.
+    pub const CAPTURED_EVENT: Self = Self(907);
+    /// `CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD`.
+    pub const STREAM_CAPTURE_WRONG_THREAD: Self = Self(908);
+
+    /// The driver's name for the code, where this crate knows it.
+    pub fn name(self) -> &'static str {
+        match self.0 {
+            0 => "CUDA_SUCCESS",
+            1 => "CUDA_ERROR_INVALID_VALUE",
+            2 => "CUDA_ERROR_OUT_OF_MEMORY",
+            3 => "CUDA_ERROR_NOT_INITIALIZED",
+            4 => "CUDA_ERROR_DEINITIALIZED",
+            34 => "CUDA_ERROR_STUB_LIBRARY",
+            100 => "CUDA_ERROR_NO_DEVICE",
+            101 => "CUDA_ERROR_INVALID_DEVICE",
+            200 => "CUDA_ERROR_INVALID_IMAGE",
+            201 => "CUDA_ERROR_INVALID_CONTEXT",
+            218 => "CUDA_ERROR_INVALID_PTX",
+            222 => "CUDA_ERROR_UNSUPPORTED_PTX_VERSION",
+            400 => "CUDA_ERROR_INVALID_HANDLE",
+            500 => "CUDA_ERROR_NOT_FOUND",
+            600 => "CUDA_ERROR_NOT_READY",
+            700 => "CUDA_ERROR_ILLEGAL_ADDRESS",
+            701 => "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES",
+            719 => "CUDA_ERROR_LAUNCH_FAILED",
+            801 => "CUDA_ERROR_NOT_SUPPORTED",
+            900 => "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED",
+            901 => "CUDA_ERROR_STREAM_CAPTURE_INVALIDATED",
+            902 => "CUDA_ERROR_STREAM_CAPTURE_MERGE",
+            903 => "CUDA_ERROR_STREAM_CAPTURE_UNMATCHED",
+            904 => "CUDA_ERROR_STREAM_CAPTURE_UNJOINED",
+            905 => "CUDA_ERROR_STREAM_CAPTURE_ISOLATION",
+            906 => "CUDA_ERROR_STREAM_CAPTURE_IMPLICIT",
+            907 => "CUDA_ERROR_CAPTURED_EVENT",
+            908 => "CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD",
+            910 => "CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE",
+            _ => "CUDA_ERROR_UNKNOWN",
+        }
+    }
+
+    /// Whether this code means "not allowed while capturing" or "the capture is broken".
+    pub fn is_capture_error(self) -> bool {
+        (900..=908).contains(&self.0)
+    }
+}
+
+impl fmt::Display for DriverCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} ({})", self.name(), self.0)
+    }
+}
+
+/// Where in the caller's code an operation was issued (`#[track_caller]`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct CallSite {
+    /// Source file.
+    pub file: &'static str,
+    /// Line, 1-based.
+    pub line: u32,
+    /// Column, 1-based.
+    pub column: u32,
+}
+
+impl CallSite {
+    /// The call site of the function this is called from (which must be `#[track_caller]`).
+    #[track_caller]
+    pub fn caller() -> Self {
+        let l = Location::caller();
+        Self { file: l.file(), line: l.line(), column: l.column() }
+    }
+}
+
+impl fmt::Display for CallSite {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}:{}", self.file, self.line, self.column)
+    }
+}
+
+/// An operation and where it was issued: what invalidated a capture, what ran eagerly
+/// during one.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OpSite {
+    /// The library operation, e.g. `"Stream::alloc_zeros"`.
+    pub op: &'static str,
+    /// Where the caller issued it.
+    pub site: CallSite,
+}
+
+impl fmt::Display for OpSite {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "`{}` at {}", self.op, self.site)
+    }
+}
+
+/// Everything that can go wrong, each variant with what to do about it.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The CUDA driver library could not be loaded.
+    #[error("the CUDA driver (libcuda.so) could not be loaded: install an NVIDIA driver, or use `Context::simulated()` / `Context::open_default()` to run on the simulated device")]
+    NoDriver,
+
+    /// The driver is present but has no device with that ordinal.
+    #[error("no CUDA device with ordinal {ordinal} ({count} present): pick an ordinal below {count}, or use `Context::open_default()` to fall back to the simulated device")]
+    NoDevice {
+        /// The ordinal asked for.
+        ordinal: usize,
+        /// How many devices the driver reports.
+        count: usize,
+    },
+
+    /// A driver call failed.
+    #[error("`{op}` failed with {code}{}", hint_for(*code))]
+    Driver {
+        /// The operation that failed.
+        op: &'static str,
+        /// The driver's result code.
+        code: DriverCode,
+    },
+
+    /// An allocation of zero elements was asked for.
+    #[error("`{op}` asked for 0 elements: CUDA cannot allocate zero bytes; skip the allocation or ask for at least one element")]
+    ZeroSizedAllocation {
+        /// The allocating operation.
+        op: &'static str,
+    },
+
+    /// An allocation larger than the device's memory.
+    #[error("`{op}` asked for {requested} bytes but the device has {total} bytes in all ({free} free): allocate less, or split the buffer")]
+    AllocationTooLarge {
+        /// The allocating operation.
+        op: &'static str,
+        /// Bytes asked for.
+        requested: usize,
+        /// Bytes the device has.
+        total: usize,
+        /// Bytes free when asked.
+        free: usize,
+    },
+
+    /// Element count times element size overflows `usize`.
+    #[error("`{op}`: {len} elements of {elem_size} bytes overflow the address space; ask for fewer elements")]
+    SizeOverflow {
+        /// The operation.
+        op: &'static str,
+        /// Elements asked for.
+        len: usize,
+        /// Bytes per element.
+        elem_size: usize,
+    },
+
+    /// Two buffers (or a buffer and a host slice) of different lengths.
+    #[error("`{op}`: length mismatch, destination has {dst} elements and source has {src}; copy between buffers of equal length")]
+    LengthMismatch {
+        /// The operation.
+        op: &'static str,
+        /// Destination length.
+        dst: usize,
+        /// Source length.
+        src: usize,
+    },
+
+    /// The kernel is not in the module.
+    #[error("no kernel named `{name}` in this module (it has: {available}); check the spelling and that the kernel is `extern \"C\"` so its name is not mangled")]
+    KernelNotFound {
+        /// The name asked for.
+        name: String,
+        /// The kernels the module has.
+        available: String,
+    },
+
+    /// The PTX text could not be understood or loaded.
+    #[error("the PTX module could not be loaded: {reason}")]
+    InvalidPtx {
+        /// What was wrong.
+        reason: String,
+    },
+
+    /// A kernel was launched with arguments that do not match its parameters.
+    #[error("kernel `{kernel}` takes {expected} but was launched with {given}; pass arguments whose number and sizes match the kernel's `.param` list")]
+    ArgumentMismatch {
+        /// The kernel.
+        kernel: String,
+        /// The kernel's parameters, described.
+        expected: String,
+        /// The arguments given, described.
+        given: String,
+    },
+
+    /// A launch configuration the device cannot run.
+    #[error("invalid launch configuration {grid:?}x{block:?}: {reason}")]
+    InvalidLaunchConfig {
+        /// Grid dimensions.
+        grid: (u32, u32, u32),
+        /// Block dimensions.
+        block: (u32, u32, u32),
+        /// Why.
+        reason: &'static str,
+    },
+
+    /// The stream is already capturing (for example a cudarc stream wrapped twice).
+    #[error("this stream is already capturing: finish or drop the existing capture guard before starting another capture on it")]
+    AlreadyCapturing,
+
+    /// An object of one context was used with another.
+    #[error("`{op}`: the {what} belongs to a different context than the stream; use objects of one context together")]
+    ContextMismatch {
+        /// The operation.
+        op: &'static str,
+        /// Which object.
+        what: &'static str,
+    },
+
+    /// The capture was invalidated by an illegal operation.
+    #[error("the capture was invalidated{}: {code}; nothing was recorded into a graph. Move that operation before `capture()` or after `finish()`; the stream is idle again and usable", cause_text(cause))]
+    CaptureInvalidated {
+        /// The operation that invalidated it, where known.
+        cause: Option<OpSite>,
+        /// The driver code that reported it.
+        code: DriverCode,
+    },
+
+    /// A stream forked into the capture was never joined back.
+    #[error("a stream forked into the capture at {fork_site} was not joined back: call `join(side)` on the origin stream before `finish()`")]
+    UnjoinedFork {
+        /// Where the fork was made.
+        fork_site: CallSite,
+    },
+
+    /// The capture's allocation policy is `Deny` and the capture asked for memory.
+    #[error("`{op}` at {site} allocates {bytes} bytes during a capture whose policy is `AllocPolicy::Deny`: allocate before `capture()`, or capture with `AllocPolicy::Warn`/`Allow`")]
+    AllocationDenied {
+        /// The operation.
+        op: &'static str,
+        /// Bytes asked for.
+        bytes: usize,
+        /// Where.
+        site: CallSite,
+    },
+
+    /// A graph buffer of one capture was used outside it.
+    #[error("a `GraphBuffer` allocated in capture #{buffer_capture} was used in {used_in}: graph memory exists only inside the graph that allocated it; allocate it again in this capture, or use a `DeviceBuffer` allocated before capture")]
+    ForeignGraphBuffer {
+        /// The capture the buffer came from.
+        buffer_capture: u64,
+        /// Where it was used.
+        used_in: String,
+    },
+
+    /// The capture recorded nothing.
+    #[error("the capture recorded no work, so there is no graph to replay: issue at least one operation on the capturing stream before `finish()`")]
+    EmptyCapture,
+
+    /// A panic inside `capture_scope` (the capture was ended and discarded; the panic is
+    /// resumed after this is logged, so callers see the panic, not this).
+    #[error("a panic unwound through the capture")]
+    Panicked,
+
+    /// The operation is not available on this device (e.g. managed memory on a device that
+    /// lacks it).
+    #[error("`{op}` is not supported on {device}: {reason}")]
+    Unsupported {
+        /// The operation.
+        op: &'static str,
+        /// The device.
+        device: String,
+        /// Why, and what to do.
+        reason: &'static str,
+    },
+}
+
+fn cause_text(cause: &Option<OpSite>) -> String {
+    match cause {
+        Some(c) => format!(" by {c}"),
+        None => String::new(),
+    }
+}
+
+fn hint_for(code: DriverCode) -> &'static str {
+    match code {
+        DriverCode::STREAM_CAPTURE_UNSUPPORTED => ": the operation is not allowed while a stream captures (in Global mode, on any stream of the process); it invalidated the capture — move it before `capture()` or after `finish()`",
+        DriverCode::STREAM_CAPTURE_INVALIDATED => ": an earlier illegal operation invalidated the capture; drop the guard and capture again",
+        DriverCode::CAPTURED_EVENT => ": the event was recorded inside a capture; query or wait on it only after `finish()`",
+        DriverCode::OUT_OF_MEMORY => ": free buffers or allocate less",
+        DriverCode::ILLEGAL_ADDRESS => ": a kernel touched memory it does not own; the context is now unusable — check buffer lengths and kernel bounds",
+        _ => "",
+    }
+}
+
+impl Error {
+    /// The driver code behind this error, if it came from the driver (or the simulated
+    /// device's model of it).
+    pub fn driver_code(&self) -> Option<DriverCode> {
+        match self {
+            Error::Driver { code, .. } | Error::CaptureInvalidated { code, .. } => Some(*code),
+            _ => None,
+        }
+    }
+}

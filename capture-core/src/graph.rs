@@ -1,0 +1,90 @@
+//! A replayable graph that borrows everything it reads and writes.
+
+use std::cell::Cell;
+use std::fmt;
+use std::marker::PhantomData;
+
+use crate::context::Context;
+use crate::device::{NodeCounts, RawExec, RawGraph};
+use crate::error::{CallSite, Error, Result};
+use crate::state::{Capturing, Idle};
+use crate::stream::Stream;
+
+/// An instantiated CUDA graph. `'a` is the capture's lifetime: every buffer, kernel and
+/// event the capture used is borrowed for it, so none can be dropped while the graph lives
+/// (a freed buffer would be `CUDA_ERROR_ILLEGAL_ADDRESS` at replay; a freed pinned buffer a
+/// read of freed host memory).
+pub struct Graph<'a> {
+    ctx: Context,
+    // Drop order matters: the executable graph is destroyed before the graph (see `Drop`).
+    exec: RawExec,
+    graph: RawGraph,
+    nodes: NodeCounts,
+    capture_id: u64,
+    _borrows: PhantomData<Capturing<'a>>,
+    // Graph objects are not thread-safe: `Send` but not `Sync`.
+    _not_sync: PhantomData<Cell<()>>,
+}
+
+static_assertions::assert_not_impl_any!(Graph<'static>: Sync);
+
+impl fmt::Debug for Graph<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Graph").field("capture", &self.capture_id).field("nodes", &self.nodes).finish()
+    }
+}
+
+impl Graph<'_> {
+    pub(crate) fn new(ctx: Context, graph: RawGraph, exec: RawExec, nodes: NodeCounts, capture_id: u64) -> Self {
+        Self { ctx, exec, graph, nodes, capture_id, _borrows: PhantomData, _not_sync: PhantomData }
+    }
+
+    /// Replays the graph on `stream` (asynchronously).
+    ///
+    /// # Errors
+    /// [`Error::ContextMismatch`], [`Error::Driver`].
+    #[track_caller]
+    pub fn launch(&self, stream: &mut Stream<Idle>) -> Result<()> {
+        let site = CallSite::caller();
+        if !self.ctx.same(stream.context()) {
+            return Err(Error::ContextMismatch { op: "Graph::launch", what: "stream" });
+        }
+        stream.run("Graph::launch", site, |b, s| b.graph_launch(self.exec, s))
+    }
+
+    /// Uploads the graph to the device ahead of its first launch.
+    ///
+    /// # Errors
+    /// [`Error::ContextMismatch`], [`Error::Driver`].
+    #[track_caller]
+    pub fn upload(&self, stream: &mut Stream<Idle>) -> Result<()> {
+        let site = CallSite::caller();
+        if !self.ctx.same(stream.context()) {
+            return Err(Error::ContextMismatch { op: "Graph::upload", what: "stream" });
+        }
+        stream.run("Graph::upload", site, |b, s| b.graph_upload(self.exec, s))
+    }
+
+    /// The graph's nodes by kind.
+    pub fn nodes(&self) -> NodeCounts {
+        self.nodes
+    }
+
+    /// The id of the capture that recorded it.
+    pub fn capture_id(&self) -> u64 {
+        self.capture_id
+    }
+}
+
+impl Drop for Graph<'_> {
+    fn drop(&mut self) {
+        let b = self.ctx.b();
+        // The executable graph first, then the graph it was instantiated from.
+        if let Err(code) = b.graph_exec_destroy(self.exec) {
+            log::error!("capture-core: destroying an executable graph failed: {code}");
+        }
+        if let Err(code) = b.graph_destroy(self.graph) {
+            log::error!("capture-core: destroying a graph failed: {code}");
+        }
+    }
+}

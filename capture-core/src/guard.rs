@@ -1,0 +1,312 @@
+//! The RAII capture guard.
+
+use std::cell::RefCell;
+use std::marker::PhantomData;
+use std::ops::{Deref, DerefMut};
+use std::rc::Rc;
+use std::time::Instant;
+
+use crate::device::{CaptureMode, CaptureStatus, DevPtr, RawGraph, RawStream};
+use crate::error::{CallSite, DriverCode, Error, OpSite, Result};
+use crate::event::Event;
+use crate::graph::Graph;
+use crate::report::CaptureReport;
+use crate::state::{Capturing, Idle};
+use crate::stream::{Owner, Stream};
+
+/// What a capture does when its work asks for memory (`alloc_async` on the capturing
+/// stream, a graph memory node).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum AllocPolicy {
+    /// Refuse with [`Error::AllocationDenied`]: all memory must be allocated before capture.
+    Deny,
+    /// Allow, count in the report, and log a warning when the capture ends.
+    #[default]
+    Warn,
+    /// Allow and count in the report.
+    Allow,
+}
+
+/// Options for [`Stream::capture_with`].
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct CaptureOptions {
+    /// The capture mode (default [`CaptureMode::Global`]).
+    pub mode: CaptureMode,
+    /// The allocation policy (default [`AllocPolicy::Warn`]).
+    pub alloc_policy: AllocPolicy,
+}
+
+impl CaptureOptions {
+    /// Global mode, allocations warned about.
+    pub fn new() -> Self {
+        Self::default()
+    }
+    /// Sets the capture mode.
+    pub fn mode(mut self, mode: CaptureMode) -> Self {
+        self.mode = mode;
+        self
+    }
+    /// Sets the allocation policy.
+    pub fn alloc_policy(mut self, policy: AllocPolicy) -> Self {
+        self.alloc_policy = policy;
+        self
+    }
+}
+
+/// One capture-time allocation.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AllocRecord {
+    /// The allocating operation.
+    pub op: &'static str,
+    /// Bytes.
+    pub bytes: usize,
+    /// Where it was issued.
+    pub site: CallSite,
+}
+
+/// The bookkeeping of one capture, shared by its capturing streams (the guard's and forks).
+#[doc(hidden)]
+pub struct CaptureBook {
+    pub(crate) id: u64,
+    pub(crate) mode: CaptureMode,
+    pub(crate) policy: AllocPolicy,
+    pub(crate) began_at: CallSite,
+    pub(crate) started: Instant,
+    pub(crate) ops: usize,
+    pub(crate) last_op: Option<OpSite>,
+    pub(crate) allocations: Vec<AllocRecord>,
+    pub(crate) graph_allocs: Vec<(DevPtr, bool)>,
+    pub(crate) invalidated_by: Option<OpSite>,
+    /// (fork site, stream, joined)
+    pub(crate) forks: Vec<(CallSite, RawStream, bool)>,
+    pub(crate) pooled: Vec<RawStream>,
+    pub(crate) events: Vec<Event>,
+}
+
+/// Shared handle to a capture's book.
+#[doc(hidden)]
+pub type Book = Rc<RefCell<CaptureBook>>;
+
+/// Records work on a borrowed stream into a CUDA graph.
+///
+/// Get one from [`Stream::capture`]; issue work through it (it dereferences to
+/// [`Stream<Capturing<'a>>`](Stream)); call [`finish`](Self::finish) for the [`Graph`].
+/// On every other path — an early `?`, a panic, an invalidated capture — dropping it ends
+/// the capture, discards the partial graph, leaves the stream idle and usable, logs a
+/// warning with the capture's report (naming any capture-time allocations), and keeps the
+/// report for [`Context::take_abandoned_reports`](crate::Context::take_abandoned_reports).
+///
+/// While the guard lives the idle stream is mutably borrowed, so it cannot be used. The
+/// guard is not `Send`: a capture ends on the thread that began it.
+///
+/// If the guard is leaked (`mem::forget`), the stream stays in capture mode: later work on
+/// it fails with driver errors (nothing unsound happens — every buffer the capture borrowed
+/// stays borrowed forever, since the borrow never ends), and the stream is destroyed when
+/// it drops.
+pub struct CaptureGuard<'s, 'a> {
+    idle: &'s mut Stream<Idle>,
+    cap: Stream<Capturing<'a>>,
+    done: bool,
+    _not_send: PhantomData<*const ()>,
+}
+
+static_assertions::assert_not_impl_any!(CaptureGuard<'static, 'static>: Send, Sync);
+static_assertions::assert_not_impl_any!(Stream<Capturing<'static>>: Send, Sync);
+
+impl<'s, 'a> CaptureGuard<'s, 'a> {
+    pub(crate) fn start(idle: &'s mut Stream<Idle>, opts: CaptureOptions, site: CallSite) -> Result<Self> {
+        let b = idle.ctx.b();
+        match b.capture_status(idle.raw) {
+            Ok(CaptureStatus::None) => {}
+            Ok(_) => return Err(Error::AlreadyCapturing),
+            Err(code) => return Err(Error::Driver { op: "cuStreamIsCapturing", code }),
+        }
+        let id = idle.ctx.reg().begin();
+        if let Err(code) = b.begin_capture(idle.raw, opts.mode) {
+            idle.ctx.reg().end(id, b);
+            return Err(if code == DriverCode(401) {
+                Error::AlreadyCapturing
+            } else {
+                Error::Driver { op: "cuStreamBeginCapture", code }
+            });
+        }
+        let book = Rc::new(RefCell::new(CaptureBook {
+            id,
+            mode: opts.mode,
+            policy: opts.alloc_policy,
+            began_at: site,
+            started: Instant::now(),
+            ops: 0,
+            last_op: None,
+            allocations: Vec::new(),
+            graph_allocs: Vec::new(),
+            invalidated_by: None,
+            forks: Vec::new(),
+            pooled: Vec::new(),
+            events: Vec::new(),
+        }));
+        let cap = Stream::with_ext(idle.ctx.clone(), idle.raw, Owner::View, book);
+        Ok(Self { idle, cap, done: false, _not_send: PhantomData })
+    }
+
+    /// The capturing stream.
+    pub fn stream(&mut self) -> &mut Stream<Capturing<'a>> {
+        &mut self.cap
+    }
+
+    /// This capture's id (unique within its context).
+    pub fn id(&self) -> u64 {
+        self.cap.ext.borrow().id
+    }
+
+    /// Ends the capture: the graph memory still allocated is freed inside the graph, the
+    /// driver's graph is taken, and the registry is updated. Returns the driver's outcome
+    /// and the report.
+    fn end(&mut self) -> (Result<RawGraph, DriverCode>, CaptureReport) {
+        self.done = true;
+        let ctx = self.idle.ctx.clone();
+        let b = ctx.b();
+        let raw = self.idle.raw;
+        // Free graph allocations that were not freed, inside the graph, so no launch leaks.
+        if matches!(b.capture_status(raw), Ok(CaptureStatus::Active)) {
+            let pending: Vec<DevPtr> =
+                self.cap.ext.borrow().graph_allocs.iter().filter(|(_, f)| !f).map(|(p, _)| *p).collect();
+            for p in pending {
+                if let Err(code) = b.mem_free_async(p, raw) {
+                    log::error!("capture-core: freeing graph memory at the end of capture failed: {code}");
+                }
+            }
+        }
+        let outcome = b.end_capture(raw);
+        let entry = ctx.reg().end(self.id(), b);
+        let mut book = self.cap.ext.borrow_mut();
+        for s in book.pooled.drain(..) {
+            ctx.reg().return_spare_stream(s);
+        }
+        let (eager, failures) = entry.map(|e| (e.eager, e.failures)).unwrap_or_default();
+        let invalidated_by = match outcome {
+            Err(c) if c.is_capture_error() => book.invalidated_by.clone().or_else(|| failures.first().cloned()),
+            _ => None,
+        };
+        let report = CaptureReport {
+            capture_id: book.id,
+            mode: book.mode,
+            began_at: book.began_at,
+            operations: book.ops,
+            nodes: Default::default(),
+            allocations: book.allocations.clone(),
+            duration: book.started.elapsed(),
+            invalidated_by,
+            last_op: book.last_op.clone(),
+            ran_eagerly: eager,
+            outcome: outcome.err(),
+            abandoned: false,
+        };
+        (outcome, report)
+    }
+
+    /// Ends the capture and instantiates the graph.
+    ///
+    /// # Errors
+    /// [`Error::CaptureInvalidated`] naming the operation that invalidated it,
+    /// [`Error::UnjoinedFork`], [`Error::EmptyCapture`], or [`Error::Driver`] from
+    /// instantiation. On error the stream is idle again and usable, and the report is
+    /// logged.
+    pub fn finish(mut self) -> Result<(Graph<'a>, CaptureReport)> {
+        let (outcome, mut report) = self.end();
+        let ctx = self.idle.ctx.clone();
+        let b = ctx.b();
+        let graph = match outcome {
+            Ok(g) => g,
+            Err(code) => {
+                log::warn!("capture-core: capture failed:\n{report}");
+                let book = self.cap.ext.borrow();
+                return Err(match code {
+                    DriverCode::STREAM_CAPTURE_UNJOINED => {
+                        let site = book.forks.iter().find(|f| !f.2).map(|f| f.0).unwrap_or(book.began_at);
+                        Error::UnjoinedFork { fork_site: site }
+                    }
+                    c if c.is_capture_error() => {
+                        Error::CaptureInvalidated { cause: report.invalidated_by.clone(), code: c }
+                    }
+                    c => Error::Driver { op: "cuStreamEndCapture", code: c },
+                });
+            }
+        };
+        let nodes = match b.graph_nodes(graph) {
+            Ok(n) => n,
+            Err(code) => {
+                let _ = b.graph_destroy(graph);
+                return Err(Error::Driver { op: "cuGraphGetNodes", code });
+            }
+        };
+        if nodes.total == 0 {
+            let _ = b.graph_destroy(graph);
+            return Err(Error::EmptyCapture);
+        }
+        report.nodes = nodes;
+        let exec = match b.graph_instantiate(graph) {
+            Ok(e) => e,
+            Err(code) => {
+                let _ = b.graph_destroy(graph);
+                return Err(Error::Driver { op: "cuGraphInstantiate", code });
+            }
+        };
+        if !report.allocations.is_empty() && self.cap.ext.borrow().policy == AllocPolicy::Warn {
+            log::warn!(
+                "capture-core: capture #{} made {} allocation(s) ({} bytes) while capturing:\n{report}",
+                report.capture_id,
+                report.allocation_count(),
+                report.allocation_bytes()
+            );
+        }
+        if !report.ran_eagerly.is_empty() {
+            log::warn!(
+                "capture-core: work ran eagerly during capture #{} and is not in the graph:\n{report}",
+                report.capture_id
+            );
+        }
+        Ok((Graph::new(ctx, graph, exec, nodes, report.capture_id), report))
+    }
+}
+
+impl<'a> Deref for CaptureGuard<'_, 'a> {
+    type Target = Stream<Capturing<'a>>;
+    fn deref(&self) -> &Stream<Capturing<'a>> {
+        &self.cap
+    }
+}
+
+impl<'a> DerefMut for CaptureGuard<'_, 'a> {
+    fn deref_mut(&mut self) -> &mut Stream<Capturing<'a>> {
+        &mut self.cap
+    }
+}
+
+impl Drop for CaptureGuard<'_, '_> {
+    fn drop(&mut self) {
+        if self.done {
+            return;
+        }
+        let (outcome, mut report) = self.end();
+        if let Ok(g) = outcome {
+            if let Err(code) = self.idle.ctx.b().graph_destroy(g) {
+                log::error!("capture-core: destroying an abandoned graph failed: {code}");
+            }
+        }
+        report.abandoned = true;
+        if report.allocation_count() > 0 {
+            log::warn!(
+                "capture-core: capture #{} abandoned with {} capture-time allocation(s), {} bytes:\n{report}",
+                report.capture_id,
+                report.allocation_count(),
+                report.allocation_bytes()
+            );
+        } else {
+            log::warn!("capture-core: capture #{} abandoned (dropped without finish()):\n{report}", report.capture_id);
+        }
+        self.idle.ctx.reg().push_abandoned(report);
+    }
+}

@@ -1,0 +1,289 @@
+//! The CUDA backend: cudarc's context plus the FFI wrappers of [`crate::raw`].
+//!
+//! # Module invariant (the `SAFETY:` comments below refer to it)
+//! Every handle that reaches a method here (stream, event, module, function, graph, exec,
+//! device or host pointer) was created by this backend and not yet released: the safe type
+//! that owns it (`Stream`, `Event`, `Module`, `Graph`, `DeviceBuffer`, `PinnedBuffer`, …) is the
+//! only holder, releases it exactly once in `Drop`, and its borrows keep everything a
+//! pending operation or a live graph uses alive. Byte counts are checked against the owning
+//! buffers' lengths by the safe layer before the call. The context is bound to the calling
+//! thread before each call.
+
+use std::sync::Arc;
+
+use cudarc::driver::CudaContext;
+
+use super as raw;
+use crate::device::{
+    Backend, CaptureMode, CaptureStatus, DevPtr, DeviceKind, HostPtr, LaunchParams, NodeCounts, RawEvent, RawExec,
+    RawFunction, RawGraph, RawModule, RawStream,
+};
+use crate::error::{DriverCode, Error, Result};
+
+pub(crate) struct CudaBackend {
+    pub(crate) ctx: Arc<CudaContext>,
+    name: String,
+    total: usize,
+}
+
+fn derr(e: cudarc::driver::DriverError) -> DriverCode {
+    DriverCode(e.0 as u32)
+}
+
+impl CudaBackend {
+    /// Opens device `ordinal`. Never panics: a missing driver is `Error::NoDriver`.
+    pub(crate) fn open(ordinal: usize) -> Result<Self> {
+        if !raw::driver_present() {
+            return Err(Error::NoDriver);
+        }
+        let count = CudaContext::device_count().map_err(|e| Error::Driver { op: "cuDeviceGetCount", code: derr(e) })?;
+        let count = usize::try_from(count).unwrap_or(0);
+        if ordinal >= count {
+            return Err(Error::NoDevice { ordinal, count });
+        }
+        let ctx =
+            CudaContext::new(ordinal).map_err(|e| Error::Driver { op: "cuDevicePrimaryCtxRetain", code: derr(e) })?;
+        Self::wrap(ctx)
+    }
+
+    /// Wraps an existing cudarc context.
+    pub(crate) fn wrap(ctx: Arc<CudaContext>) -> Result<Self> {
+        let name = ctx.name().map_err(|e| Error::Driver { op: "cuDeviceGetName", code: derr(e) })?;
+        let total = ctx.total_mem().map_err(|e| Error::Driver { op: "cuDeviceTotalMem", code: derr(e) })?;
+        Ok(Self { ctx, name, total })
+    }
+
+    #[inline]
+    fn bind(&self) -> Result<(), DriverCode> {
+        self.ctx.bind_to_thread().map_err(derr)
+    }
+}
+
+impl Backend for CudaBackend {
+    fn kind(&self) -> DeviceKind {
+        DeviceKind::Cuda
+    }
+    fn name(&self) -> String {
+        self.name.clone()
+    }
+    fn ordinal(&self) -> usize {
+        self.ctx.ordinal()
+    }
+    fn mem_info(&self) -> Result<(usize, usize), DriverCode> {
+        self.bind()?;
+        raw::mem_info()
+    }
+    fn total_mem(&self) -> usize {
+        self.total
+    }
+
+    fn stream_create(&self) -> Result<RawStream, DriverCode> {
+        self.bind()?;
+        raw::stream_create().map(RawStream)
+    }
+    fn stream_destroy(&self, s: RawStream) -> Result<(), DriverCode> {
+        self.bind()?;
+        // SAFETY: module invariant (handles live, sizes checked by the caller).
+        unsafe { raw::stream_destroy(s.0) }
+    }
+    fn stream_synchronize(&self, s: RawStream) -> Result<(), DriverCode> {
+        self.bind()?;
+        // SAFETY: module invariant (handles live, sizes checked by the caller).
+        unsafe { raw::stream_synchronize(s.0) }
+    }
+    fn stream_query(&self, s: RawStream) -> Result<bool, DriverCode> {
+        self.bind()?;
+        // SAFETY: module invariant (handles live, sizes checked by the caller).
+        unsafe { raw::stream_query(s.0) }
+    }
+    fn ctx_synchronize(&self) -> Result<(), DriverCode> {
+        self.bind()?;
+        raw::ctx_synchronize()
+    }
+
+    fn mem_alloc(&self, bytes: usize) -> Result<DevPtr, DriverCode> {
+        self.bind()?;
+        // SAFETY: module invariant (handles live, sizes checked by the caller).
+        unsafe { raw::mem_alloc(bytes) }.map(DevPtr)
+    }
+    fn mem_alloc_async(&self, bytes: usize, s: RawStream) -> Result<DevPtr, DriverCode> {
+        self.bind()?;
+        // SAFETY: module invariant (handles live, sizes checked by the caller).
+        unsafe { raw::mem_alloc_async(bytes, s.0) }.map(DevPtr)
+    }
+    fn mem_free(&self, p: DevPtr) -> Result<(), DriverCode> {
+        self.bind()?;
+        // SAFETY: module invariant (handles live, sizes checked by the caller).
+        unsafe { raw::mem_free(p.0) }
+    }
+    fn mem_free_async(&self, p: DevPtr, s: RawStream) -> Result<(), DriverCode> {
+        self.bind()?;
+        // SAFETY: module invariant (handles live, sizes checked by the caller).
+        unsafe { raw::mem_free_async(p.0, s.0) }
+    }
+    fn host_alloc(&self, bytes: usize) -> Result<HostPtr, DriverCode> {
+        self.bind()?;
+        // SAFETY: module invariant (handles live, sizes checked by the caller).
+        unsafe { raw::host_alloc(bytes) }.map(HostPtr)
+    }
+    fn host_free(&self, p: HostPtr) -> Result<(), DriverCode> {
+        self.bind()?;
+        // SAFETY: module invariant (handles live, sizes checked by the caller).
+        unsafe { raw::host_free(p.0) }
+    }
+    fn managed_alloc(&self, bytes: usize) -> Result<DevPtr, DriverCode> {
+        self.bind()?;
+        // SAFETY: module invariant (handles live, sizes checked by the caller).
+        unsafe { raw::managed_alloc(bytes) }.map(DevPtr)
+    }
+    fn host_write(&self, dst: HostPtr, offset: usize, src: &[u8]) {
+        // SAFETY: module invariant (handles live, sizes checked by the caller).
+        unsafe { raw::host_write(dst.0, offset, src) }
+    }
+    fn host_read(&self, src: HostPtr, offset: usize, dst: &mut [u8]) {
+        // SAFETY: module invariant (handles live, sizes checked by the caller).
+        unsafe { raw::host_read(src.0, offset, dst) }
+    }
+    fn managed_host_ptr(&self, p: DevPtr) -> HostPtr {
+        // Managed memory has one address, valid on host and device.
+        HostPtr(p.0 as usize)
+    }
+
+    fn memcpy_htod(&self, dst: DevPtr, src: &[u8]) -> Result<(), DriverCode> {
+        self.bind()?;
+        // SAFETY: module invariant (handles live, sizes checked by the caller).
+        unsafe { raw::memcpy_htod(dst.0, src) }
+    }
+    fn memcpy_dtoh(&self, dst: &mut [u8], src: DevPtr) -> Result<(), DriverCode> {
+        self.bind()?;
+        // SAFETY: module invariant (handles live, sizes checked by the caller).
+        unsafe { raw::memcpy_dtoh(dst, src.0) }
+    }
+    fn memset_d8(&self, dst: DevPtr, value: u8, bytes: usize) -> Result<(), DriverCode> {
+        self.bind()?;
+        // SAFETY: module invariant (handles live, sizes checked by the caller).
+        unsafe { raw::memset_d8(dst.0, value, bytes) }
+    }
+    fn memcpy_htod_async(&self, dst: DevPtr, src: HostPtr, bytes: usize, s: RawStream) -> Result<(), DriverCode> {
+        self.bind()?;
+        // SAFETY: module invariant (handles live, sizes checked by the caller).
+        unsafe { raw::memcpy_htod_async(dst.0, src.0, bytes, s.0) }
+    }
+    fn memcpy_dtoh_async(&self, dst: HostPtr, src: DevPtr, bytes: usize, s: RawStream) -> Result<(), DriverCode> {
+        self.bind()?;
+        // SAFETY: module invariant (handles live, sizes checked by the caller).
+        unsafe { raw::memcpy_dtoh_async(dst.0, src.0, bytes, s.0) }
+    }
+    fn memcpy_dtod_async(&self, dst: DevPtr, src: DevPtr, bytes: usize, s: RawStream) -> Result<(), DriverCode> {
+        self.bind()?;
+        // SAFETY: module invariant (handles live, sizes checked by the caller).
+        unsafe { raw::memcpy_dtod_async(dst.0, src.0, bytes, s.0) }
+    }
+    fn memset_d8_async(&self, dst: DevPtr, value: u8, bytes: usize, s: RawStream) -> Result<(), DriverCode> {
+        self.bind()?;
+        // SAFETY: module invariant (handles live, sizes checked by the caller).
+        unsafe { raw::memset_d8_async(dst.0, value, bytes, s.0) }
+    }
+
+    fn event_create(&self, timing: bool) -> Result<RawEvent, DriverCode> {
+        self.bind()?;
+        raw::event_create(timing).map(RawEvent)
+    }
+    fn event_destroy(&self, e: RawEvent) -> Result<(), DriverCode> {
+        self.bind()?;
+        // SAFETY: module invariant (handles live, sizes checked by the caller).
+        unsafe { raw::event_destroy(e.0) }
+    }
+    fn event_record(&self, e: RawEvent, s: RawStream) -> Result<(), DriverCode> {
+        self.bind()?;
+        // SAFETY: module invariant (handles live, sizes checked by the caller).
+        unsafe { raw::event_record(e.0, s.0) }
+    }
+    fn stream_wait_event(&self, s: RawStream, e: RawEvent) -> Result<(), DriverCode> {
+        self.bind()?;
+        // SAFETY: module invariant (handles live, sizes checked by the caller).
+        unsafe { raw::stream_wait_event(s.0, e.0) }
+    }
+    fn event_query(&self, e: RawEvent) -> Result<bool, DriverCode> {
+        self.bind()?;
+        // SAFETY: module invariant (handles live, sizes checked by the caller).
+        unsafe { raw::event_query(e.0) }
+    }
+    fn event_synchronize(&self, e: RawEvent) -> Result<(), DriverCode> {
+        self.bind()?;
+        // SAFETY: module invariant (handles live, sizes checked by the caller).
+        unsafe { raw::event_synchronize(e.0) }
+    }
+    fn event_elapsed_ms(&self, start: RawEvent, end: RawEvent) -> Result<f32, DriverCode> {
+        self.bind()?;
+        // SAFETY: module invariant (handles live, sizes checked by the caller).
+        unsafe { raw::event_elapsed_ms(start.0, end.0) }
+    }
+
+    fn module_load(&self, ptx: &str) -> Result<RawModule, DriverCode> {
+        self.bind()?;
+        // SAFETY: module invariant (handles live, sizes checked by the caller).
+        unsafe { raw::module_load(ptx) }.map(RawModule)
+    }
+    fn module_unload(&self, m: RawModule) -> Result<(), DriverCode> {
+        self.bind()?;
+        // SAFETY: module invariant (handles live, sizes checked by the caller).
+        unsafe { raw::module_unload(m.0) }
+    }
+    fn module_function(&self, m: RawModule, name: &str) -> Result<RawFunction, DriverCode> {
+        self.bind()?;
+        // SAFETY: module invariant (handles live, sizes checked by the caller).
+        unsafe { raw::module_function(m.0, name) }.map(RawFunction)
+    }
+    fn launch(&self, f: RawFunction, p: LaunchParams<'_>, s: RawStream) -> Result<(), DriverCode> {
+        self.bind()?;
+        // SAFETY: module invariant (handles live, sizes checked by the caller).
+        unsafe { raw::launch(f.0, p.grid, p.block, p.shared_mem_bytes, s.0, p.slots) }
+    }
+
+    fn begin_capture(&self, s: RawStream, mode: CaptureMode) -> Result<(), DriverCode> {
+        self.bind()?;
+        // SAFETY: module invariant (handles live, sizes checked by the caller).
+        unsafe { raw::begin_capture(s.0, mode) }
+    }
+    fn end_capture(&self, s: RawStream) -> Result<RawGraph, DriverCode> {
+        self.bind()?;
+        // SAFETY: module invariant (handles live, sizes checked by the caller).
+        unsafe { raw::end_capture(s.0) }.map(RawGraph)
+    }
+    fn capture_status(&self, s: RawStream) -> Result<CaptureStatus, DriverCode> {
+        self.bind()?;
+        // SAFETY: module invariant (handles live, sizes checked by the caller).
+        unsafe { raw::capture_status(s.0) }
+    }
+    fn graph_nodes(&self, g: RawGraph) -> Result<NodeCounts, DriverCode> {
+        self.bind()?;
+        // SAFETY: module invariant (handles live, sizes checked by the caller).
+        unsafe { raw::graph_nodes(g.0) }
+    }
+    fn graph_instantiate(&self, g: RawGraph) -> Result<RawExec, DriverCode> {
+        self.bind()?;
+        // SAFETY: module invariant (handles live, sizes checked by the caller).
+        unsafe { raw::graph_instantiate(g.0) }.map(RawExec)
+    }
+    fn graph_upload(&self, e: RawExec, s: RawStream) -> Result<(), DriverCode> {
+        self.bind()?;
+        // SAFETY: module invariant (handles live, sizes checked by the caller).
+        unsafe { raw::graph_upload(e.0, s.0) }
+    }
+    fn graph_launch(&self, e: RawExec, s: RawStream) -> Result<(), DriverCode> {
+        self.bind()?;
+        // SAFETY: module invariant (handles live, sizes checked by the caller).
+        unsafe { raw::graph_launch(e.0, s.0) }
+    }
+    fn graph_exec_destroy(&self, e: RawExec) -> Result<(), DriverCode> {
+        self.bind()?;
+        // SAFETY: module invariant (handles live, sizes checked by the caller).
+        unsafe { raw::graph_exec_destroy(e.0) }
+    }
+    fn graph_destroy(&self, g: RawGraph) -> Result<(), DriverCode> {
+        self.bind()?;
+        // SAFETY: module invariant (handles live, sizes checked by the caller).
+        unsafe { raw::graph_destroy(g.0) }
+    }
+}

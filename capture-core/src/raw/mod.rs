@@ -1,0 +1,438 @@
+//! The raw layer: every `unsafe` call into cudarc's `sys`/`result` modules lives here, as a
+//! thin function with a `# Safety` section, each block with a `// SAFETY:` comment.
+//!
+//! Handles cross this boundary as integers (`usize`/`u64`); turning an integer back into a
+//! driver handle is a plain cast, and only the driver ever dereferences it.
+//!
+//! Rules these functions rely on come from NVIDIA's driver API reference:
+//! <https://docs.nvidia.com/cuda/cuda-driver-api/>.
+
+#![allow(unsafe_code)]
+
+pub(crate) mod cuda;
+
+use std::ffi::{c_void, CString};
+use std::mem::MaybeUninit;
+
+use cudarc::driver::{result, sys};
+
+use crate::device::{CaptureMode, CaptureStatus, NodeCounts};
+use crate::error::DriverCode;
+
+type R<T> = Result<T, DriverCode>;
+
+fn code(r: sys::CUresult) -> R<()> {
+    if r == sys::CUresult::CUDA_SUCCESS {
+        Ok(())
+    } else {
+        Err(DriverCode(r as u32))
+    }
+}
+
+fn err(e: result::DriverError) -> DriverCode {
+    DriverCode(e.0 as u32)
+}
+
+fn stream(s: usize) -> sys::CUstream {
+    s as sys::CUstream
+}
+
+/// Whether `libcuda` can be loaded. Never panics (cudarc's loader panics when the library is
+/// missing, so every other function here must only be called after this returned `true`).
+pub(crate) fn driver_present() -> bool {
+    // SAFETY: `is_culib_present` only tries to dlopen the library; it has no preconditions.
+    unsafe { sys::is_culib_present() }
+}
+
+/// # Safety
+/// `ptr` must be a live device allocation of at least `bytes` bytes in the current context.
+pub(crate) unsafe fn mem_free(ptr: u64) -> R<()> {
+    // SAFETY: forwarded to the caller.
+    unsafe { result::free_sync(ptr) }.map_err(err)
+}
+
+/// Allocates `bytes` of device memory synchronously. The contents are undefined.
+///
+/// # Safety
+/// A context must be current on this thread.
+pub(crate) unsafe fn mem_alloc(bytes: usize) -> R<u64> {
+    // SAFETY: the returned memory is untyped device memory; nothing is read from it here.
+    unsafe { result::malloc_sync(bytes) }.map_err(err)
+}
+
+/// # Safety
+/// `s` must be a live stream of the current context.
+pub(crate) unsafe fn mem_alloc_async(bytes: usize, s: usize) -> R<u64> {
+    // SAFETY: stream validity forwarded to the caller; the memory is untyped.
+    unsafe { result::malloc_async(stream(s), bytes) }.map_err(err)
+}
+
+/// # Safety
+/// `ptr` must be a live device allocation; `s` a live stream; nothing may use `ptr` after
+/// the free in stream order.
+pub(crate) unsafe fn mem_free_async(ptr: u64, s: usize) -> R<()> {
+    // SAFETY: forwarded to the caller.
+    unsafe { result::free_async(ptr, stream(s)) }.map_err(err)
+}
+
+/// Allocates page-locked host memory (`cuMemHostAlloc`).
+///
+/// # Safety
+/// A context must be current on this thread.
+pub(crate) unsafe fn host_alloc(bytes: usize) -> R<usize> {
+    // SAFETY: flags 0 = portable-less default; the memory is untyped bytes.
+    unsafe { result::malloc_host(bytes, 0) }.map(|p| p as usize).map_err(err)
+}
+
+/// # Safety
+/// `ptr` must come from [`host_alloc`] and not be used afterwards.
+pub(crate) unsafe fn host_free(ptr: usize) -> R<()> {
+    // SAFETY: forwarded to the caller.
+    unsafe { result::free_host(ptr as *mut c_void) }.map_err(err)
+}
+
+/// Allocates managed memory attached globally.
+///
+/// # Safety
+/// A context must be current on this thread.
+pub(crate) unsafe fn managed_alloc(bytes: usize) -> R<u64> {
+    // SAFETY: the memory is untyped; CU_MEM_ATTACH_GLOBAL makes it accessible from any stream.
+    unsafe { result::malloc_managed(bytes, sys::CUmemAttach_flags::CU_MEM_ATTACH_GLOBAL) }.map_err(err)
+}
+
+/// Writes `src` into host-visible memory at `dst + offset`.
+///
+/// # Safety
+/// `dst` must be a live pinned or managed allocation of at least `offset + src.len()` bytes,
+/// and no device operation may be writing it concurrently.
+pub(crate) unsafe fn host_write(dst: usize, offset: usize, src: &[u8]) {
+    // SAFETY: bounds and exclusivity are forwarded to the caller; the regions cannot overlap
+    // because `src` is a Rust slice and `dst` is driver-allocated memory.
+    unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), (dst as *mut u8).add(offset), src.len()) }
+}
+
+/// Reads host-visible memory at `src + offset` into `dst`.
+///
+/// # Safety
+/// As [`host_write`], for reading.
+pub(crate) unsafe fn host_read(src: usize, offset: usize, dst: &mut [u8]) {
+    // SAFETY: as in `host_write`.
+    unsafe { std::ptr::copy_nonoverlapping((src as *const u8).add(offset), dst.as_mut_ptr(), dst.len()) }
+}
+
+/// Synchronous host-to-device copy.
+///
+/// # Safety
+/// `dst` must be a live device allocation with room for `src.len()` bytes.
+pub(crate) unsafe fn memcpy_htod(dst: u64, src: &[u8]) -> R<()> {
+    // SAFETY: forwarded to the caller; the copy is complete when this returns.
+    unsafe { result::memcpy_htod_sync(dst, src) }.map_err(err)
+}
+
+/// Synchronous device-to-host copy.
+///
+/// # Safety
+/// `src` must be a live device allocation of at least `dst.len()` bytes.
+pub(crate) unsafe fn memcpy_dtoh(dst: &mut [u8], src: u64) -> R<()> {
+    // SAFETY: forwarded to the caller; the copy is complete when this returns.
+    unsafe { result::memcpy_dtoh_sync(dst, src) }.map_err(err)
+}
+
+/// # Safety
+/// `dst` must be a live device allocation of at least `bytes` bytes.
+pub(crate) unsafe fn memset_d8(dst: u64, value: u8, bytes: usize) -> R<()> {
+    // SAFETY: forwarded to the caller.
+    unsafe { result::memset_d8_sync(dst, value, bytes) }.map_err(err)
+}
+
+/// # Safety
+/// `dst`, `src` (pinned host memory) must stay live until the copy completes — at every
+/// replay, if captured; `s` must be a live stream.
+pub(crate) unsafe fn memcpy_htod_async(dst: u64, src: usize, bytes: usize, s: usize) -> R<()> {
+    // SAFETY: forwarded to the caller.
+    code(unsafe { sys::cuMemcpyHtoDAsync_v2(dst, src as *const c_void, bytes, stream(s)) })
+}
+
+/// # Safety
+/// As [`memcpy_htod_async`].
+pub(crate) unsafe fn memcpy_dtoh_async(dst: usize, src: u64, bytes: usize, s: usize) -> R<()> {
+    // SAFETY: forwarded to the caller.
+    code(unsafe { sys::cuMemcpyDtoHAsync_v2(dst as *mut c_void, src, bytes, stream(s)) })
+}
+
+/// # Safety
+/// Both allocations live until the copy completes; `s` a live stream.
+pub(crate) unsafe fn memcpy_dtod_async(dst: u64, src: u64, bytes: usize, s: usize) -> R<()> {
+    // SAFETY: forwarded to the caller.
+    unsafe { result::memcpy_dtod_async(dst, src, bytes, stream(s)) }.map_err(err)
+}
+
+/// # Safety
+/// `dst` lives until the memset completes; `s` a live stream.
+pub(crate) unsafe fn memset_d8_async(dst: u64, value: u8, bytes: usize, s: usize) -> R<()> {
+    // SAFETY: forwarded to the caller.
+    unsafe { result::memset_d8_async(dst, value, bytes, stream(s)) }.map_err(err)
+}
+
+/// Creates a non-blocking stream in the current context.
+pub(crate) fn stream_create() -> R<usize> {
+    result::stream::create(result::stream::StreamKind::NonBlocking).map(|s| s as usize).map_err(err)
+}
+
+/// # Safety
+/// `s` must be a live stream not used afterwards.
+pub(crate) unsafe fn stream_destroy(s: usize) -> R<()> {
+    // SAFETY: forwarded to the caller.
+    unsafe { result::stream::destroy(stream(s)) }.map_err(err)
+}
+
+/// # Safety
+/// `s` must be a live stream.
+pub(crate) unsafe fn stream_synchronize(s: usize) -> R<()> {
+    // SAFETY: forwarded to the caller.
+    unsafe { result::stream::synchronize(stream(s)) }.map_err(err)
+}
+
+/// Ok(true) when the stream has no pending work.
+///
+/// # Safety
+/// `s` must be a live stream.
+pub(crate) unsafe fn stream_query(s: usize) -> R<bool> {
+    // SAFETY: forwarded to the caller.
+    match unsafe { sys::cuStreamQuery(stream(s)) } {
+        sys::CUresult::CUDA_SUCCESS => Ok(true),
+        sys::CUresult::CUDA_ERROR_NOT_READY => Ok(false),
+        other => Err(DriverCode(other as u32)),
+    }
+}
+
+/// Synchronizes the current context.
+pub(crate) fn ctx_synchronize() -> R<()> {
+    result::ctx::synchronize().map_err(err)
+}
+
+/// (free, total) bytes on the current context's device.
+pub(crate) fn mem_info() -> R<(usize, usize)> {
+    result::mem_get_info().map_err(err)
+}
+
+/// Creates an event; `timing` false adds `CU_EVENT_DISABLE_TIMING`.
+pub(crate) fn event_create(timing: bool) -> R<usize> {
+    let flags = if timing { sys::CUevent_flags::CU_EVENT_DEFAULT } else { sys::CUevent_flags::CU_EVENT_DISABLE_TIMING };
+    result::event::create(flags).map(|e| e as usize).map_err(err)
+}
+
+/// # Safety
+/// `e` must be a live event not used afterwards.
+pub(crate) unsafe fn event_destroy(e: usize) -> R<()> {
+    // SAFETY: forwarded to the caller.
+    unsafe { result::event::destroy(e as sys::CUevent) }.map_err(err)
+}
+
+/// # Safety
+/// `e` and `s` must be live and of the current context.
+pub(crate) unsafe fn event_record(e: usize, s: usize) -> R<()> {
+    // SAFETY: forwarded to the caller.
+    unsafe { result::event::record(e as sys::CUevent, stream(s)) }.map_err(err)
+}
+
+/// # Safety
+/// `e` and `s` must be live.
+pub(crate) unsafe fn stream_wait_event(s: usize, e: usize) -> R<()> {
+    // SAFETY: forwarded to the caller.
+    unsafe { result::stream::wait_event(stream(s), e as sys::CUevent, sys::CUevent_wait_flags::CU_EVENT_WAIT_DEFAULT) }
+        .map_err(err)
+}
+
+/// Ok(true) when complete.
+///
+/// # Safety
+/// `e` must be live.
+pub(crate) unsafe fn event_query(e: usize) -> R<bool> {
+    // SAFETY: forwarded to the caller.
+    match unsafe { sys::cuEventQuery(e as sys::CUevent) } {
+        sys::CUresult::CUDA_SUCCESS => Ok(true),
+        sys::CUresult::CUDA_ERROR_NOT_READY => Ok(false),
+        other => Err(DriverCode(other as u32)),
+    }
+}
+
+/// # Safety
+/// `e` must be live.
+pub(crate) unsafe fn event_synchronize(e: usize) -> R<()> {
+    // SAFETY: forwarded to the caller.
+    unsafe { result::event::synchronize(e as sys::CUevent) }.map_err(err)
+}
+
+/// # Safety
+/// Both events must be live, created with timing, and recorded.
+pub(crate) unsafe fn event_elapsed_ms(start: usize, end: usize) -> R<f32> {
+    // SAFETY: forwarded to the caller.
+    unsafe { result::event::elapsed(start as sys::CUevent, end as sys::CUevent) }.map_err(err)
+}
+
+/// Loads a PTX module from text.
+///
+/// # Safety
+/// A context must be current on this thread.
+pub(crate) unsafe fn module_load(ptx: &str) -> R<usize> {
+    let image = CString::new(ptx).map_err(|_| DriverCode::INVALID_VALUE)?;
+    // SAFETY: `image` is a NUL-terminated PTX string that outlives the call.
+    unsafe { result::module::load_data(image.as_ptr() as *const c_void) }.map(|m| m as usize).map_err(err)
+}
+
+/// # Safety
+/// `m` must be a live module whose functions are no longer launched or in live graphs.
+pub(crate) unsafe fn module_unload(m: usize) -> R<()> {
+    // SAFETY: forwarded to the caller.
+    unsafe { result::module::unload(m as sys::CUmodule) }.map_err(err)
+}
+
+/// # Safety
+/// `m` must be a live module.
+pub(crate) unsafe fn module_function(m: usize, name: &str) -> R<usize> {
+    let cname = CString::new(name).map_err(|_| DriverCode::INVALID_VALUE)?;
+    // SAFETY: `m` is live (caller), `cname` is NUL-terminated and outlives the call.
+    unsafe { result::module::get_function(m as sys::CUmodule, cname) }.map(|f| f as usize).map_err(err)
+}
+
+/// Launches `f` with one 8-byte slot per parameter.
+///
+/// # Safety
+/// `f` must be a live function whose parameters are, in order, at most 8 bytes each and
+/// described by `slots` (validated against the PTX signature by the caller); every device
+/// address in `slots` must stay live until the kernel completes — at every replay, if
+/// captured; `s` must be a live stream.
+pub(crate) unsafe fn launch(
+    f: usize,
+    grid: (u32, u32, u32),
+    block: (u32, u32, u32),
+    shared: u32,
+    s: usize,
+    slots: &mut [u64],
+) -> R<()> {
+    const MAX: usize = 32;
+    if slots.len() > MAX {
+        return Err(DriverCode::INVALID_VALUE);
+    }
+    let mut ptrs = [std::ptr::null_mut::<c_void>(); MAX];
+    for (p, slot) in ptrs.iter_mut().zip(slots.iter_mut()) {
+        *p = slot as *mut u64 as *mut c_void;
+    }
+    // SAFETY: each pointer in `ptrs` points at a live u64 slot for the duration of the call
+    // (the driver copies parameter values at launch); the rest is forwarded to the caller.
+    unsafe { result::launch_kernel(f as sys::CUfunction, grid, block, shared, stream(s), &mut ptrs[..slots.len()]) }
+        .map_err(err)
+}
+
+fn mode(m: CaptureMode) -> sys::CUstreamCaptureMode {
+    match m {
+        CaptureMode::Global => sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_GLOBAL,
+        CaptureMode::ThreadLocal => sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL,
+        CaptureMode::Relaxed => sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_RELAXED,
+    }
+}
+
+/// # Safety
+/// `s` must be a live stream that is not the legacy NULL stream.
+pub(crate) unsafe fn begin_capture(s: usize, m: CaptureMode) -> R<()> {
+    // SAFETY: forwarded to the caller.
+    unsafe { result::stream::begin_capture(stream(s), mode(m)) }.map_err(err)
+}
+
+/// Ends capture and returns the graph (0 when the driver returned none).
+///
+/// # Safety
+/// `s` must be a live stream.
+pub(crate) unsafe fn end_capture(s: usize) -> R<usize> {
+    // SAFETY: forwarded to the caller.
+    unsafe { result::stream::end_capture(stream(s)) }.map(|g| g as usize).map_err(err)
+}
+
+/// # Safety
+/// `s` must be a live stream.
+pub(crate) unsafe fn capture_status(s: usize) -> R<CaptureStatus> {
+    // SAFETY: forwarded to the caller.
+    let st = unsafe { result::stream::is_capturing(stream(s)) }.map_err(err)?;
+    Ok(match st {
+        sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE => CaptureStatus::None,
+        sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_ACTIVE => CaptureStatus::Active,
+        _ => CaptureStatus::Invalidated,
+    })
+}
+
+/// Counts a graph's nodes by type.
+///
+/// # Safety
+/// `g` must be a live graph.
+pub(crate) unsafe fn graph_nodes(g: usize) -> R<NodeCounts> {
+    let graph = g as sys::CUgraph;
+    let mut n = 0usize;
+    // SAFETY: a null node array asks only for the count, written to `n`.
+    code(unsafe { sys::cuGraphGetNodes(graph, std::ptr::null_mut(), &mut n) })?;
+    let mut nodes: Vec<sys::CUgraphNode> = vec![std::ptr::null_mut(); n];
+    // SAFETY: `nodes` has room for `n` handles; the driver writes at most `n`.
+    code(unsafe { sys::cuGraphGetNodes(graph, nodes.as_mut_ptr(), &mut n) })?;
+    let mut c = NodeCounts { total: n, ..NodeCounts::default() };
+    for node in nodes.iter().take(n) {
+        let mut t = MaybeUninit::<sys::CUgraphNodeType>::uninit();
+        // SAFETY: `node` is a node of the live graph; `t` is written on success.
+        code(unsafe { sys::cuGraphNodeGetType(*node, t.as_mut_ptr()) })?;
+        // SAFETY: initialised by the successful call above.
+        let t = unsafe { t.assume_init() };
+        use sys::CUgraphNodeType as T;
+        match t {
+            T::CU_GRAPH_NODE_TYPE_KERNEL => c.kernels += 1,
+            T::CU_GRAPH_NODE_TYPE_MEMCPY => c.memcpy += 1,
+            T::CU_GRAPH_NODE_TYPE_MEMSET => c.memset += 1,
+            T::CU_GRAPH_NODE_TYPE_HOST => c.host += 1,
+            T::CU_GRAPH_NODE_TYPE_MEM_ALLOC => c.mem_alloc += 1,
+            T::CU_GRAPH_NODE_TYPE_MEM_FREE => c.mem_free += 1,
+            _ => c.other += 1,
+        }
+    }
+    Ok(c)
+}
+
+/// # Safety
+/// `g` must be a live graph.
+pub(crate) unsafe fn graph_instantiate(g: usize) -> R<usize> {
+    // SAFETY: forwarded to the caller. Flag AUTO_FREE_ON_LAUNCH lets a graph that allocates
+    // (memory nodes) without freeing be relaunched: its allocations are freed at the next launch.
+    unsafe {
+        result::graph::instantiate(
+            g as sys::CUgraph,
+            sys::CUgraphInstantiate_flags::CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH,
+        )
+    }
+    .map(|e| e as usize)
+    .map_err(err)
+}
+
+/// # Safety
+/// `e` and `s` must be live; everything the graph reads must be live until it completes.
+pub(crate) unsafe fn graph_launch(e: usize, s: usize) -> R<()> {
+    // SAFETY: forwarded to the caller.
+    unsafe { result::graph::launch(e as sys::CUgraphExec, stream(s)) }.map_err(err)
+}
+
+/// # Safety
+/// `e` and `s` must be live.
+pub(crate) unsafe fn graph_upload(e: usize, s: usize) -> R<()> {
+    // SAFETY: forwarded to the caller.
+    unsafe { result::graph::upload(e as sys::CUgraphExec, stream(s)) }.map_err(err)
+}
+
+/// # Safety
+/// `e` must be live and not used afterwards.
+pub(crate) unsafe fn graph_exec_destroy(e: usize) -> R<()> {
+    // SAFETY: forwarded to the caller.
+    unsafe { result::graph::exec_destroy(e as sys::CUgraphExec) }.map_err(err)
+}
+
+/// # Safety
+/// `g` must be live and not used afterwards.
+pub(crate) unsafe fn graph_destroy(g: usize) -> R<()> {
+    // SAFETY: forwarded to the caller.
+    unsafe { result::graph::destroy(g as sys::CUgraph) }.map_err(err)
+}

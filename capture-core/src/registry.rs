@@ -1,0 +1,132 @@
+//! The per-context capture registry: which captures are active, what ran eagerly while they
+//! were, what failed (a likely invalidation cause), resources whose release must wait until
+//! no capture is active, and spare streams for `fork()`.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, MutexGuard};
+
+use crate::device::{Backend, DevPtr, HostPtr, RawStream};
+use crate::error::OpSite;
+use crate::report::CaptureReport;
+
+pub(crate) enum Deferred {
+    Device(DevPtr),
+    Host(HostPtr),
+    Stream(RawStream),
+}
+
+pub(crate) struct Entry {
+    pub id: u64,
+    pub eager: Vec<OpSite>,
+    pub failures: Vec<OpSite>,
+}
+
+#[derive(Default)]
+struct Inner {
+    next_id: u64,
+    active: Vec<Entry>,
+    deferred: Vec<Deferred>,
+    spare_streams: Vec<RawStream>,
+    abandoned: Vec<CaptureReport>,
+}
+
+#[derive(Default)]
+pub(crate) struct Registry {
+    active: AtomicUsize,
+    inner: Mutex<Inner>,
+}
+
+impl Registry {
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Whether any capture of this context is active (one relaxed load: the fast path of
+    /// every eager operation).
+    #[inline]
+    pub fn any_active(&self) -> bool {
+        self.active.load(Ordering::Relaxed) != 0
+    }
+
+    pub fn begin(&self) -> u64 {
+        let mut g = self.lock();
+        g.next_id += 1;
+        let id = g.next_id;
+        g.active.push(Entry { id, eager: Vec::new(), failures: Vec::new() });
+        self.active.fetch_add(1, Ordering::Relaxed);
+        id
+    }
+
+    /// Ends capture `id`; returns its entry, and releases deferred resources when no capture
+    /// remains active.
+    pub fn end(&self, id: u64, b: &dyn Backend) -> Option<Entry> {
+        let mut g = self.lock();
+        let pos = g.active.iter().position(|e| e.id == id)?;
+        let e = g.active.remove(pos);
+        self.active.fetch_sub(1, Ordering::Relaxed);
+        if g.active.is_empty() {
+            for d in std::mem::take(&mut g.deferred) {
+                let r = match d {
+                    Deferred::Device(p) => b.mem_free(p),
+                    Deferred::Host(p) => b.host_free(p),
+                    Deferred::Stream(s) => b.stream_destroy(s),
+                };
+                if let Err(code) = r {
+                    log::error!("capture-core: releasing a resource deferred past a capture failed: {code}");
+                }
+            }
+        }
+        Some(e)
+    }
+
+    /// Something ran eagerly on another stream while captures were active.
+    pub fn note_eager(&self, op: OpSite) {
+        let mut g = self.lock();
+        for e in &mut g.active {
+            e.eager.push(op.clone());
+        }
+    }
+
+    /// An operation failed with a capture error while captures were active.
+    pub fn note_failure(&self, op: OpSite) {
+        let mut g = self.lock();
+        for e in &mut g.active {
+            e.failures.push(op.clone());
+        }
+    }
+
+    /// Defers a release if a capture is active; returns it back if not.
+    pub fn defer(&self, d: Deferred) -> Option<Deferred> {
+        let mut g = self.lock();
+        if g.active.is_empty() {
+            Some(d)
+        } else {
+            g.deferred.push(d);
+            None
+        }
+    }
+
+    pub fn take_spare_stream(&self) -> Option<RawStream> {
+        self.lock().spare_streams.pop()
+    }
+
+    pub fn return_spare_stream(&self, s: RawStream) {
+        self.lock().spare_streams.push(s);
+    }
+
+    pub fn drain_spare_streams(&self) -> Vec<RawStream> {
+        std::mem::take(&mut self.lock().spare_streams)
+    }
+
+    pub fn push_abandoned(&self, r: CaptureReport) {
+        let mut g = self.lock();
+        if g.abandoned.len() == 64 {
+            g.abandoned.remove(0);
+        }
+        g.abandoned.push(r);
+    }
+
+    pub fn take_abandoned(&self) -> Vec<CaptureReport> {
+        std::mem::take(&mut self.lock().abandoned)
+    }
+}

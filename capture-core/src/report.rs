@@ -1,0 +1,91 @@
+//! What a capture did.
+
+use std::fmt;
+use std::time::Duration;
+
+use crate::device::{CaptureMode, NodeCounts};
+use crate::error::{CallSite, DriverCode, OpSite};
+use crate::guard::AllocRecord;
+
+/// The report of one capture: what it recorded, what it allocated, what broke it.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct CaptureReport {
+    /// The capture's id within its context.
+    pub capture_id: u64,
+    /// The capture mode.
+    pub mode: CaptureMode,
+    /// Where `capture()` was called.
+    pub began_at: CallSite,
+    /// Operations issued on the capturing streams.
+    pub operations: usize,
+    /// Graph nodes by kind (zero unless the capture finished).
+    pub nodes: NodeCounts,
+    /// Capture-time allocations (graph memory nodes), with call sites.
+    pub allocations: Vec<AllocRecord>,
+    /// From `capture()` to the end of capture.
+    pub duration: Duration,
+    /// The operation that invalidated the capture, where known.
+    pub invalidated_by: Option<OpSite>,
+    /// The last operation recorded.
+    pub last_op: Option<OpSite>,
+    /// Work issued on other streams of the context while capturing: it ran once, then, and
+    /// is not in the graph (on real hardware such work returns success; every replay then
+    /// misses it).
+    pub ran_eagerly: Vec<OpSite>,
+    /// The driver's error ending the capture, if any.
+    pub outcome: Option<DriverCode>,
+    /// Dropped without `finish()`.
+    pub abandoned: bool,
+}
+
+impl CaptureReport {
+    /// Number of capture-time allocations.
+    pub fn allocation_count(&self) -> usize {
+        self.allocations.len()
+    }
+    /// Bytes allocated during capture.
+    pub fn allocation_bytes(&self) -> usize {
+        self.allocations.iter().map(|a| a.bytes).sum()
+    }
+}
+
+impl fmt::Display for CaptureReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "capture #{} ({:?} mode, begun at {})", self.capture_id, self.mode, self.began_at)?;
+        let status = match (self.abandoned, self.outcome) {
+            (true, _) => "abandoned: dropped without finish()".to_owned(),
+            (false, None) => "finished".to_owned(),
+            (false, Some(c)) => format!("failed: {c}"),
+        };
+        writeln!(f, "  status:       {status}")?;
+        writeln!(f, "  operations:   {}", self.operations)?;
+        let n = &self.nodes;
+        writeln!(
+            f,
+            "  graph nodes:  {} ({} kernel, {} memcpy, {} memset, {} alloc, {} free, {} other)",
+            n.total,
+            n.kernels,
+            n.memcpy,
+            n.memset,
+            n.mem_alloc,
+            n.mem_free,
+            n.host + n.other
+        )?;
+        writeln!(f, "  allocations:  {} ({} bytes)", self.allocation_count(), self.allocation_bytes())?;
+        for a in &self.allocations {
+            writeln!(f, "    {} bytes by `{}` at {}", a.bytes, a.op, a.site)?;
+        }
+        writeln!(f, "  duration:     {:.3?}", self.duration)?;
+        if let Some(c) = &self.invalidated_by {
+            writeln!(f, "  invalidated by {c}")?;
+        }
+        if !self.ran_eagerly.is_empty() {
+            writeln!(f, "  ran eagerly, NOT in the graph ({}):", self.ran_eagerly.len())?;
+            for o in self.ran_eagerly.iter().take(16) {
+                writeln!(f, "    {o}")?;
+            }
+        }
+        Ok(())
+    }
+}

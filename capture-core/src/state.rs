@@ -1,0 +1,188 @@
+//! The stream's type states and the capability traits that gate what each state may do.
+//!
+//! A [`Stream`](crate::Stream) is either [`Idle`] or [`Capturing`]. Operations that are
+//! illegal during CUDA graph capture — synchronous allocation, pinned and managed allocation,
+//! synchronous copies and memsets, synchronization, queries and frees — are gated on a
+//! capability trait that only [`Idle`] implements. Calling one on a capturing stream does not
+//! compile, and the compiler's message (from `#[diagnostic::on_unimplemented]`) names the
+//! operation and the fix.
+
+use std::marker::PhantomData;
+
+use crate::context::Context;
+use crate::device::RawStream;
+use crate::error::{CallSite, DriverCode, Error, OpSite};
+use crate::guard::Book;
+use crate::stream::Stream;
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for super::Idle {}
+    impl Sealed for super::Capturing<'_> {}
+}
+
+/// Type state: the stream is not capturing. Every operation is available.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Idle;
+
+/// Type state: the stream is recording a CUDA graph.
+///
+/// `'a` is the lifetime of everything the graph will read or write: each buffer handed to an
+/// operation on a `Stream<Capturing<'a>>` is borrowed for `'a`, and the finished
+/// [`Graph<'a>`](crate::Graph) carries the same lifetime, so no such buffer can be freed
+/// while the graph lives. The lifetime is invariant.
+#[derive(Debug, Clone, Copy)]
+pub struct Capturing<'a>(PhantomData<fn(&'a ()) -> &'a ()>);
+
+/// The closed set of stream states ([`Idle`], [`Capturing`]).
+pub trait StreamState: sealed::Sealed {
+    /// Per-state data the stream carries: nothing when idle, the capture's book when
+    /// capturing.
+    #[doc(hidden)]
+    type Ext;
+    #[doc(hidden)]
+    fn capture_id(ext: &Self::Ext) -> u64;
+    /// Called after every successful operation.
+    #[doc(hidden)]
+    fn on_op(ext: &Self::Ext, ctx: &Context, op: &'static str, site: CallSite);
+    /// Called when an operation fails; turns the driver code into an error.
+    #[doc(hidden)]
+    fn on_fail(ext: &Self::Ext, ctx: &Context, op: &'static str, site: CallSite, code: DriverCode) -> Error;
+    /// A pooled (forked) stream is released.
+    #[doc(hidden)]
+    fn release_pooled(ext: &Self::Ext, ctx: &Context, raw: RawStream);
+}
+
+impl StreamState for Idle {
+    type Ext = ();
+    #[inline]
+    fn capture_id(_: &()) -> u64 {
+        0
+    }
+    #[inline]
+    fn on_op(_: &(), ctx: &Context, op: &'static str, site: CallSite) {
+        if ctx.reg().any_active() {
+            // Work on a stream that is not capturing runs now and is not in any graph.
+            ctx.reg().note_eager(OpSite { op, site });
+        }
+    }
+    fn on_fail(_: &(), ctx: &Context, op: &'static str, site: CallSite, code: DriverCode) -> Error {
+        ctx.fail(op, site, code)
+    }
+    fn release_pooled(_: &(), ctx: &Context, raw: RawStream) {
+        ctx.reg().return_spare_stream(raw);
+    }
+}
+
+impl StreamState for Capturing<'_> {
+    type Ext = Book;
+    #[inline]
+    fn capture_id(ext: &Book) -> u64 {
+        ext.borrow().id
+    }
+    #[inline]
+    fn on_op(ext: &Book, _: &Context, op: &'static str, site: CallSite) {
+        let mut b = ext.borrow_mut();
+        b.ops += 1;
+        b.last_op = Some(OpSite { op, site });
+    }
+    fn on_fail(ext: &Book, ctx: &Context, op: &'static str, site: CallSite, code: DriverCode) -> Error {
+        if code.is_capture_error() {
+            ext.borrow_mut().invalidated_by.get_or_insert(OpSite { op, site });
+        }
+        ctx.fail(op, site, code)
+    }
+    fn release_pooled(ext: &Book, _: &Context, raw: RawStream) {
+        ext.borrow_mut().pooled.push(raw);
+    }
+}
+
+/// States in which work can be issued that borrows buffers for `'a`.
+///
+/// [`Idle`] implements it for every `'a` (the work runs eagerly, the borrow ends with the
+/// call); [`Capturing<'a>`] only for its own `'a` (the graph keeps the borrow). Write
+/// capture-safe helpers generically over it:
+///
+/// ```
+/// use capture_core::{DeviceBuffer, Records, Result, Stream};
+/// fn clear<'a, S: Records<'a>>(s: &mut Stream<S>, buf: &'a DeviceBuffer<f32>) -> Result<()> {
+///     s.memset_async(buf, 0)
+/// }
+/// ```
+pub trait Records<'a>: StreamState {}
+impl Records<'_> for Idle {}
+impl<'a> Records<'a> for Capturing<'a> {}
+
+macro_rules! idle_only {
+    ($(#[$doc:meta])* $name:ident, message = $msg:literal, label = $label:literal, note = $note:literal) => {
+        $(#[$doc])*
+        #[diagnostic::on_unimplemented(message = $msg, label = $label, note = $note)]
+        pub trait $name: sealed::Sealed {}
+        impl $name for Idle {}
+    };
+}
+
+idle_only!(
+    /// Synchronous device allocation (`alloc_zeros`, `alloc_uninit`, `upload_new`).
+    SyncAlloc,
+    message = "synchronous allocation is not allowed on a capturing stream (`{Self}`)",
+    label = "this allocates with cuMemAlloc, which fails and invalidates the capture",
+    note = "allocate the buffer before `stream.capture()`, or use `alloc_async` on the capturing stream to record a graph memory node"
+);
+idle_only!(
+    /// Pinned (page-locked) host allocation.
+    PinnedAlloc,
+    message = "pinned host allocation is not allowed on a capturing stream (`{Self}`)",
+    label = "this calls cuMemAllocHost, which fails and invalidates the capture",
+    note = "allocate pinned buffers before `stream.capture()` and reuse them in every replay"
+);
+idle_only!(
+    /// Managed (unified) allocation.
+    ManagedAlloc,
+    message = "managed allocation is not allowed on a capturing stream (`{Self}`)",
+    label = "this calls cuMemAllocManaged, which fails and invalidates the capture (and hangs on some systems)",
+    note = "allocate managed memory before `stream.capture()`; inside a capture use `alloc_async` or a buffer allocated beforehand"
+);
+idle_only!(
+    /// Synchronous host<->device copies and memsets.
+    SyncCopy,
+    message = "a synchronous copy or memset is not allowed on a capturing stream (`{Self}`)",
+    label = "on real hardware this runs once now, returns OK, and is missing from every replay",
+    note = "inside a capture use `upload_async`/`download_async` through a `PinnedBuffer`, or `memset_async`; or copy before `capture()`"
+);
+idle_only!(
+    /// Host synchronization with the stream.
+    Synchronize,
+    message = "`synchronize` is not allowed on a capturing stream (`{Self}`)",
+    label = "synchronizing a capturing stream fails and invalidates the capture",
+    note = "order work inside the graph with `record_event`/`wait_event`; synchronize after `graph.launch(..)` instead"
+);
+idle_only!(
+    /// Stream and event queries.
+    Query,
+    message = "querying is not allowed on a capturing stream (`{Self}`)",
+    label = "a stream query during capture fails and invalidates the capture",
+    note = "query the stream after `finish()`, or order work with events inside the graph"
+);
+idle_only!(
+    /// Explicit frees.
+    Free,
+    message = "freeing is not allowed on a capturing stream (`{Self}`)",
+    label = "cuMemFree during capture fails and invalidates the capture",
+    note = "free buffers after `finish()` (a buffer dropped during a capture is freed when the capture ends)"
+);
+/// Starting a capture: only an idle stream can.
+#[diagnostic::on_unimplemented(
+    message = "this stream is already capturing (`{Self}`)",
+    label = "a stream records one capture at a time",
+    note = "finish the current capture with `guard.finish()` first, or use `fork()` to record work on a second stream into this capture"
+)]
+pub trait BeginCapture: sealed::Sealed + StreamState + Sized {
+    #[doc(hidden)]
+    fn as_idle(s: &mut Stream<Self>) -> &mut Stream<Idle>;
+}
+impl BeginCapture for Idle {
+    fn as_idle(s: &mut Stream<Idle>) -> &mut Stream<Idle> {
+        s
+    }
+}

@@ -1,0 +1,760 @@
+//! `Stream<S>`: a CUDA stream in type state `Idle` or `Capturing`.
+
+use std::fmt;
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+use bytemuck::Pod;
+use cudarc::driver::CudaStream;
+
+use crate::buffer::{byte_len, DeviceBuffer, GraphBuffer, ManagedBuffer, PinnedBuffer};
+use crate::context::Context;
+use crate::device::{Backend, DevPtr, LaunchParams, RawStream};
+use crate::error::{CallSite, DriverCode, Error, Result};
+use crate::event::Event;
+use crate::graph::Graph;
+use crate::guard::{AllocRecord, CaptureGuard, CaptureOptions};
+use crate::module::{check_args, ArgCx, ArgSlot, Kernel, KernelArgs, LaunchConfig, MAX_KERNEL_ARGS};
+use crate::registry::Deferred;
+use crate::report::CaptureReport;
+use crate::state::{
+    BeginCapture, Capturing, Free, Idle, ManagedAlloc, PinnedAlloc, Query, Records, StreamState, SyncAlloc, SyncCopy,
+    Synchronize,
+};
+
+pub(crate) enum Owner {
+    /// Created by this crate; destroyed on drop.
+    Own,
+    /// A cudarc stream, handed back by [`Stream::cudarc`]; never destroyed here.
+    Cudarc(Arc<CudaStream>),
+    /// The capture guard's view of a stream it borrows.
+    View,
+    /// A spare stream used by `fork()`, returned to the context's spares on drop.
+    Pooled,
+}
+
+/// A CUDA stream in type state `S`: [`Idle`] (the default) or [`Capturing`].
+///
+/// Operations legal in both states take buffers borrowed for `'a` where `S: Records<'a>`;
+/// on a capturing stream that is the graph's lifetime. Operations illegal during capture
+/// carry a bound (`S: SyncAlloc`, `S: Synchronize`, …) that only [`Idle`] meets, so calling
+/// one on a capturing stream is a compile error that names the fix.
+pub struct Stream<S: StreamState = Idle> {
+    pub(crate) ctx: Context,
+    pub(crate) raw: RawStream,
+    pub(crate) owner: Owner,
+    pub(crate) ext: S::Ext,
+    _s: PhantomData<S>,
+}
+
+static_assertions::assert_impl_all!(Stream<Idle>: Send);
+
+impl<S: StreamState> fmt::Debug for Stream<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Stream<{}>({:#x})", std::any::type_name::<S>().rsplit("::").next().unwrap_or("?"), self.raw.0)
+    }
+}
+
+impl<S: StreamState> Drop for Stream<S> {
+    fn drop(&mut self) {
+        match &self.owner {
+            Owner::Own => {
+                if let Some(Deferred::Stream(s)) = self.ctx.reg().defer(Deferred::Stream(self.raw)) {
+                    if let Err(code) = self.ctx.b().stream_destroy(s) {
+                        log::error!("capture-core: destroying a stream failed: {code}");
+                    }
+                }
+            }
+            Owner::Pooled => S::release_pooled(&self.ext, &self.ctx, self.raw),
+            Owner::Cudarc(_) | Owner::View => {}
+        }
+    }
+}
+
+impl<S: StreamState> Stream<S> {
+    pub(crate) fn with_ext(ctx: Context, raw: RawStream, owner: Owner, ext: S::Ext) -> Self {
+        Self { ctx, raw, owner, ext, _s: PhantomData }
+    }
+
+    /// The stream's context.
+    pub fn context(&self) -> &Context {
+        &self.ctx
+    }
+
+    /// Runs one driver operation with the state's bookkeeping.
+    #[inline]
+    pub(crate) fn run<T>(
+        &self,
+        op: &'static str,
+        site: CallSite,
+        f: impl FnOnce(&dyn Backend, RawStream) -> Result<T, DriverCode>,
+    ) -> Result<T> {
+        match f(self.ctx.b(), self.raw) {
+            Ok(v) => {
+                S::on_op(&self.ext, &self.ctx, op, site);
+                Ok(v)
+            }
+            Err(code) => Err(S::on_fail(&self.ext, &self.ctx, op, site, code)),
+        }
+    }
+
+    fn check_ctx(&self, op: &'static str, what: &'static str, ctx: &Context) -> Result<()> {
+        if self.ctx.same(ctx) {
+            Ok(())
+        } else {
+            Err(Error::ContextMismatch { op, what })
+        }
+    }
+
+    fn check_size(&self, op: &'static str, bytes: usize) -> Result<()> {
+        let total = self.ctx.b().total_mem();
+        if bytes > total {
+            let free = self.ctx.b().mem_info().map(|(f, _)| f).unwrap_or(0);
+            return Err(Error::AllocationTooLarge { op, requested: bytes, total, free });
+        }
+        Ok(())
+    }
+
+    // ----- Legal in both states --------------------------------------------------------
+
+    /// Launches `kernel` with `args` (a tuple: device buffers by reference, scalars by
+    /// value). Arguments are checked against the kernel's PTX parameter list first.
+    ///
+    /// # Errors
+    /// [`Error::ArgumentMismatch`], [`Error::InvalidLaunchConfig`],
+    /// [`Error::ContextMismatch`], [`Error::ForeignGraphBuffer`], or [`Error::Driver`].
+    #[track_caller]
+    pub fn launch<'a, A: KernelArgs<'a>>(&mut self, kernel: &'a Kernel, cfg: LaunchConfig, args: A) -> Result<()>
+    where
+        S: Records<'a>,
+    {
+        let site = CallSite::caller();
+        self.check_ctx("Stream::launch", "kernel", kernel.context())?;
+        cfg.validate()?;
+        let cx = ArgCx { ctx: &self.ctx, capture: S::capture_id(&self.ext) };
+        let mut packed = [ArgSlot { bits: 0, bytes: 0, what: "" }; MAX_KERNEL_ARGS];
+        let n = args.pack(&cx, &mut packed)?;
+        check_args(kernel, &packed[..n])?;
+        let mut slots = [0u64; MAX_KERNEL_ARGS];
+        for (s, a) in slots.iter_mut().zip(&packed[..n]) {
+            *s = a.bits;
+        }
+        let params = LaunchParams {
+            grid: cfg.grid,
+            block: cfg.block,
+            shared_mem_bytes: cfg.shared_mem_bytes,
+            slots: &mut slots[..n],
+        };
+        self.run("Stream::launch", site, |b, s| b.launch(kernel.raw, params, s))
+    }
+
+    /// Sets every byte of `buf` to `byte`, in stream order.
+    ///
+    /// # Errors
+    /// [`Error::ContextMismatch`] or [`Error::Driver`].
+    #[track_caller]
+    pub fn memset_async<'a, T>(&mut self, buf: &'a DeviceBuffer<T>, byte: u8) -> Result<()>
+    where
+        S: Records<'a>,
+    {
+        let site = CallSite::caller();
+        self.check_ctx("Stream::memset_async", "buffer", &buf.ctx)?;
+        self.run("Stream::memset_async", site, |b, s| b.memset_d8_async(buf.ptr, byte, buf.num_bytes(), s))
+    }
+
+    /// Copies `src` into `dst` on the device, in stream order.
+    ///
+    /// # Errors
+    /// [`Error::LengthMismatch`], [`Error::ContextMismatch`] or [`Error::Driver`].
+    #[track_caller]
+    pub fn copy_async<'a, T>(&mut self, dst: &'a DeviceBuffer<T>, src: &'a DeviceBuffer<T>) -> Result<()>
+    where
+        S: Records<'a>,
+    {
+        let site = CallSite::caller();
+        self.check_ctx("Stream::copy_async", "destination buffer", &dst.ctx)?;
+        self.check_ctx("Stream::copy_async", "source buffer", &src.ctx)?;
+        if dst.len != src.len {
+            return Err(Error::LengthMismatch { op: "Stream::copy_async", dst: dst.len, src: src.len });
+        }
+        self.run("Stream::copy_async", site, |b, s| b.memcpy_dtod_async(dst.ptr, src.ptr, dst.num_bytes(), s))
+    }
+
+    /// Copies pinned host memory to the device, in stream order. Captured, the copy re-reads
+    /// `src` at every replay: write fresh inputs into it between replays.
+    ///
+    /// # Errors
+    /// [`Error::LengthMismatch`], [`Error::ContextMismatch`] or [`Error::Driver`].
+    #[track_caller]
+    pub fn upload_async<'a, T: Pod>(&mut self, dst: &'a DeviceBuffer<T>, src: &'a PinnedBuffer<T>) -> Result<()>
+    where
+        S: Records<'a>,
+    {
+        let site = CallSite::caller();
+        self.check_ctx("Stream::upload_async", "destination buffer", &dst.ctx)?;
+        self.check_ctx("Stream::upload_async", "pinned buffer", &src.ctx)?;
+        if dst.len != src.len {
+            return Err(Error::LengthMismatch { op: "Stream::upload_async", dst: dst.len, src: src.len });
+        }
+        self.run("Stream::upload_async", site, |b, s| b.memcpy_htod_async(dst.ptr, src.ptr, dst.num_bytes(), s))
+    }
+
+    /// Copies device memory to pinned host memory, in stream order. Read the result after
+    /// synchronizing.
+    ///
+    /// # Errors
+    /// [`Error::LengthMismatch`], [`Error::ContextMismatch`] or [`Error::Driver`].
+    #[track_caller]
+    pub fn download_async<'a, T: Pod>(&mut self, dst: &'a PinnedBuffer<T>, src: &'a DeviceBuffer<T>) -> Result<()>
+    where
+        S: Records<'a>,
+    {
+        let site = CallSite::caller();
+        self.check_ctx("Stream::download_async", "pinned buffer", &dst.ctx)?;
+        self.check_ctx("Stream::download_async", "source buffer", &src.ctx)?;
+        if dst.len != src.len {
+            return Err(Error::LengthMismatch { op: "Stream::download_async", dst: dst.len, src: src.len });
+        }
+        self.run("Stream::download_async", site, |b, s| b.memcpy_dtoh_async(dst.ptr, src.ptr, src.num_bytes(), s))
+    }
+
+    /// Records `event` at this point of the stream.
+    ///
+    /// # Errors
+    /// [`Error::ContextMismatch`] or [`Error::Driver`].
+    #[track_caller]
+    pub fn record_event<'a>(&mut self, event: &'a Event) -> Result<()>
+    where
+        S: Records<'a>,
+    {
+        let site = CallSite::caller();
+        self.check_ctx("Stream::record_event", "event", &event.ctx)?;
+        self.run("Stream::record_event", site, |b, s| b.event_record(event.raw, s))
+    }
+
+    /// Makes later work on this stream wait for `event`.
+    ///
+    /// # Errors
+    /// [`Error::ContextMismatch`] or [`Error::Driver`].
+    #[track_caller]
+    pub fn wait_event<'a>(&mut self, event: &'a Event) -> Result<()>
+    where
+        S: Records<'a>,
+    {
+        let site = CallSite::caller();
+        self.check_ctx("Stream::wait_event", "event", &event.ctx)?;
+        self.run("Stream::wait_event", site, |b, s| b.stream_wait_event(s, event.raw))
+    }
+
+    // ----- Idle only -------------------------------------------------------------------
+
+    /// Allocates `len` zeroed elements (synchronously).
+    ///
+    /// # Errors
+    /// [`Error::ZeroSizedAllocation`], [`Error::AllocationTooLarge`], [`Error::Driver`].
+    #[track_caller]
+    pub fn alloc_zeros<T: Pod>(&mut self, len: usize) -> Result<DeviceBuffer<T>>
+    where
+        S: SyncAlloc,
+    {
+        let site = CallSite::caller();
+        let buf = self.alloc_inner::<T>("Stream::alloc_zeros", site, len)?;
+        self.run("Stream::alloc_zeros", site, |b, s| {
+            b.stream_synchronize(s)?;
+            b.memset_d8(buf.ptr, 0, buf.num_bytes())
+        })?;
+        Ok(buf)
+    }
+
+    /// Allocates `len` elements without initialising them (their bytes are whatever the
+    /// device memory held; `T: Pod` makes every bit pattern a valid value).
+    ///
+    /// # Errors
+    /// As [`alloc_zeros`](Self::alloc_zeros).
+    #[track_caller]
+    pub fn alloc_uninit<T: Pod>(&mut self, len: usize) -> Result<DeviceBuffer<T>>
+    where
+        S: SyncAlloc,
+    {
+        self.alloc_inner::<T>("Stream::alloc_uninit", CallSite::caller(), len)
+    }
+
+    fn alloc_inner<T: Pod>(&self, op: &'static str, site: CallSite, len: usize) -> Result<DeviceBuffer<T>> {
+        let bytes = byte_len::<T>(op, len)?;
+        self.check_size(op, bytes)?;
+        let p = self.run(op, site, |b, _| b.mem_alloc(bytes))?;
+        Ok(DeviceBuffer::from_raw(self.ctx.clone(), p, len))
+    }
+
+    /// Allocates a buffer holding a copy of `data`.
+    ///
+    /// # Errors
+    /// As [`alloc_zeros`](Self::alloc_zeros).
+    #[track_caller]
+    pub fn upload_new<T: Pod>(&mut self, data: &[T]) -> Result<DeviceBuffer<T>>
+    where
+        S: SyncAlloc,
+    {
+        let site = CallSite::caller();
+        let buf = self.alloc_inner::<T>("Stream::upload_new", site, data.len())?;
+        self.run("Stream::upload_new", site, |b, _| b.memcpy_htod(buf.ptr, bytemuck::cast_slice(data)))?;
+        Ok(buf)
+    }
+
+    /// Allocates `len` zeroed elements of page-locked host memory.
+    ///
+    /// # Errors
+    /// [`Error::ZeroSizedAllocation`], [`Error::SizeOverflow`], [`Error::Driver`].
+    #[track_caller]
+    pub fn alloc_pinned<T: Pod>(&mut self, len: usize) -> Result<PinnedBuffer<T>>
+    where
+        S: PinnedAlloc,
+    {
+        let site = CallSite::caller();
+        let bytes = byte_len::<T>("Stream::alloc_pinned", len)?;
+        let p = self.run("Stream::alloc_pinned", site, |b, _| b.host_alloc(bytes))?;
+        let buf = PinnedBuffer::from_raw(self.ctx.clone(), p, len);
+        self.ctx.b().host_write(p, 0, &vec![0u8; bytes]);
+        Ok(buf)
+    }
+
+    /// Allocates `len` zeroed elements of managed memory. Never asks for more than the
+    /// device has free.
+    ///
+    /// # Errors
+    /// [`Error::ZeroSizedAllocation`], [`Error::AllocationTooLarge`], [`Error::Driver`].
+    #[track_caller]
+    pub fn alloc_managed<T: Pod>(&mut self, len: usize) -> Result<ManagedBuffer<T>>
+    where
+        S: ManagedAlloc,
+    {
+        let site = CallSite::caller();
+        let op = "Stream::alloc_managed";
+        let bytes = byte_len::<T>(op, len)?;
+        let (free, total) = self.ctx.mem_info()?;
+        if bytes > free {
+            return Err(Error::AllocationTooLarge { op, requested: bytes, total, free });
+        }
+        let p = self.run(op, site, |b, _| b.managed_alloc(bytes))?;
+        let buf = ManagedBuffer { buf: DeviceBuffer::from_raw(self.ctx.clone(), p, len) };
+        self.ctx.b().host_write(buf.host_ptr(), 0, &vec![0u8; bytes]);
+        Ok(buf)
+    }
+
+    /// Copies `src` into `dst` after the stream's pending work, and returns when done.
+    ///
+    /// # Errors
+    /// [`Error::LengthMismatch`], [`Error::ContextMismatch`], [`Error::Driver`].
+    #[track_caller]
+    pub fn upload<T: Pod>(&mut self, dst: &DeviceBuffer<T>, src: &[T]) -> Result<()>
+    where
+        S: SyncCopy,
+    {
+        let site = CallSite::caller();
+        self.check_ctx("Stream::upload", "buffer", &dst.ctx)?;
+        if dst.len != src.len() {
+            return Err(Error::LengthMismatch { op: "Stream::upload", dst: dst.len, src: src.len() });
+        }
+        self.run("Stream::upload", site, |b, s| {
+            b.stream_synchronize(s)?;
+            b.memcpy_htod(dst.ptr, bytemuck::cast_slice(src))
+        })
+    }
+
+    /// Waits for the stream's pending work, then copies `src` out.
+    ///
+    /// # Errors
+    /// [`Error::ContextMismatch`], [`Error::Driver`].
+    #[track_caller]
+    pub fn download<T: Pod>(&mut self, src: &DeviceBuffer<T>) -> Result<Vec<T>>
+    where
+        S: SyncCopy,
+    {
+        let mut v = vec![T::zeroed(); src.len];
+        self.download_into_at(src, &mut v, CallSite::caller())?;
+        Ok(v)
+    }
+
+    /// Waits for the stream's pending work, then copies `src` into `dst`.
+    ///
+    /// # Errors
+    /// [`Error::LengthMismatch`], [`Error::ContextMismatch`], [`Error::Driver`].
+    #[track_caller]
+    pub fn download_into<T: Pod>(&mut self, src: &DeviceBuffer<T>, dst: &mut [T]) -> Result<()>
+    where
+        S: SyncCopy,
+    {
+        self.download_into_at(src, dst, CallSite::caller())
+    }
+
+    fn download_into_at<T: Pod>(&self, src: &DeviceBuffer<T>, dst: &mut [T], site: CallSite) -> Result<()> {
+        self.check_ctx("Stream::download", "buffer", &src.ctx)?;
+        if dst.len() != src.len {
+            return Err(Error::LengthMismatch { op: "Stream::download", dst: dst.len(), src: src.len });
+        }
+        self.run("Stream::download", site, |b, s| {
+            b.stream_synchronize(s)?;
+            b.memcpy_dtoh(bytemuck::cast_slice_mut(dst), src.ptr)
+        })
+    }
+
+    /// Reads a managed buffer from the host after the stream's pending work.
+    ///
+    /// # Errors
+    /// [`Error::ContextMismatch`], [`Error::Driver`].
+    #[track_caller]
+    pub fn read_managed<T: Pod>(&mut self, buf: &ManagedBuffer<T>) -> Result<Vec<T>>
+    where
+        S: SyncCopy,
+    {
+        let site = CallSite::caller();
+        self.check_ctx("Stream::read_managed", "buffer", &buf.ctx)?;
+        self.run("Stream::read_managed", site, |b, s| b.stream_synchronize(s))?;
+        let mut v = vec![T::zeroed(); buf.len];
+        self.ctx.b().host_read(buf.host_ptr(), 0, bytemuck::cast_slice_mut(&mut v));
+        Ok(v)
+    }
+
+    /// Writes a managed buffer from the host after the stream's pending work.
+    ///
+    /// # Errors
+    /// [`Error::LengthMismatch`], [`Error::ContextMismatch`], [`Error::Driver`].
+    #[track_caller]
+    pub fn write_managed<T: Pod>(&mut self, buf: &ManagedBuffer<T>, src: &[T]) -> Result<()>
+    where
+        S: SyncCopy,
+    {
+        let site = CallSite::caller();
+        self.check_ctx("Stream::write_managed", "buffer", &buf.ctx)?;
+        if src.len() != buf.len {
+            return Err(Error::LengthMismatch { op: "Stream::write_managed", dst: buf.len, src: src.len() });
+        }
+        self.run("Stream::write_managed", site, |b, s| b.stream_synchronize(s))?;
+        self.ctx.b().host_write(buf.host_ptr(), 0, bytemuck::cast_slice(src));
+        Ok(())
+    }
+
+    /// Sets every byte of `buf` to `byte` after the stream's pending work, and returns when
+    /// done.
+    ///
+    /// # Errors
+    /// [`Error::ContextMismatch`], [`Error::Driver`].
+    #[track_caller]
+    pub fn memset_sync<T>(&mut self, buf: &DeviceBuffer<T>, byte: u8) -> Result<()>
+    where
+        S: SyncCopy,
+    {
+        let site = CallSite::caller();
+        self.check_ctx("Stream::memset_sync", "buffer", &buf.ctx)?;
+        self.run("Stream::memset_sync", site, |b, s| {
+            b.stream_synchronize(s)?;
+            b.memset_d8(buf.ptr, byte, buf.num_bytes())
+        })
+    }
+
+    /// Blocks until all work queued on the stream is done.
+    ///
+    /// # Errors
+    /// [`Error::Driver`], including errors of earlier asynchronous work.
+    #[track_caller]
+    pub fn synchronize(&mut self) -> Result<()>
+    where
+        S: Synchronize,
+    {
+        self.run("Stream::synchronize", CallSite::caller(), |b, s| b.stream_synchronize(s))
+    }
+
+    /// Whether all work queued on the stream is done.
+    ///
+    /// # Errors
+    /// [`Error::Driver`].
+    #[track_caller]
+    pub fn query(&mut self) -> Result<bool>
+    where
+        S: Query,
+    {
+        self.run("Stream::query", CallSite::caller(), |b, s| b.stream_query(s))
+    }
+
+    /// Whether `event` has completed.
+    ///
+    /// # Errors
+    /// [`Error::Driver`] (`CUDA_ERROR_CAPTURED_EVENT` if it was recorded in an active capture).
+    #[track_caller]
+    pub fn event_complete(&mut self, event: &Event) -> Result<bool>
+    where
+        S: Query,
+    {
+        self.run("Stream::event_complete", CallSite::caller(), |b, _| b.event_query(event.raw))
+    }
+
+    /// Blocks until `event` has completed.
+    ///
+    /// # Errors
+    /// [`Error::Driver`].
+    #[track_caller]
+    pub fn wait_for_event(&mut self, event: &Event) -> Result<()>
+    where
+        S: Synchronize,
+    {
+        self.run("Stream::wait_for_event", CallSite::caller(), |b, _| b.event_synchronize(event.raw))
+    }
+
+    /// Milliseconds between two completed events (waits for `end`).
+    ///
+    /// # Errors
+    /// [`Error::Driver`].
+    #[track_caller]
+    pub fn elapsed_ms(&mut self, start: &Event, end: &Event) -> Result<f32>
+    where
+        S: Synchronize,
+    {
+        self.run("Stream::elapsed_ms", CallSite::caller(), |b, _| {
+            b.event_synchronize(end.raw)?;
+            b.event_elapsed_ms(start.raw, end.raw)
+        })
+    }
+
+    /// Frees `buf` now (after the stream's pending work), reporting any error — unlike
+    /// dropping it, which logs errors.
+    ///
+    /// # Errors
+    /// [`Error::ContextMismatch`], [`Error::Driver`].
+    #[track_caller]
+    pub fn free<T>(&mut self, buf: DeviceBuffer<T>) -> Result<()>
+    where
+        S: Free,
+    {
+        let site = CallSite::caller();
+        self.check_ctx("Stream::free", "buffer", &buf.ctx)?;
+        let p = buf.ptr;
+        self.run("Stream::free", site, |b, s| {
+            b.stream_synchronize(s)?;
+            b.mem_free(p)
+        })?;
+        std::mem::forget(buf);
+        Ok(())
+    }
+
+    /// Starts recording a CUDA graph (Global mode, allocations warned about). Everything
+    /// issued on the guard's stream until [`CaptureGuard::finish`] is recorded, not run.
+    ///
+    /// # Errors
+    /// [`Error::AlreadyCapturing`] if the stream is already capturing (e.g. a cudarc stream
+    /// wrapped twice), [`Error::Driver`].
+    #[track_caller]
+    pub fn capture<'s, 'a>(&'s mut self) -> Result<CaptureGuard<'s, 'a>>
+    where
+        S: BeginCapture,
+    {
+        CaptureGuard::start(S::as_idle(self), CaptureOptions::default(), CallSite::caller())
+    }
+
+    /// [`capture`](Self::capture) with options: capture mode and allocation policy.
+    ///
+    /// # Errors
+    /// As [`capture`](Self::capture).
+    #[track_caller]
+    pub fn capture_with<'s, 'a>(&'s mut self, options: CaptureOptions) -> Result<CaptureGuard<'s, 'a>>
+    where
+        S: BeginCapture,
+    {
+        CaptureGuard::start(S::as_idle(self), options, CallSite::caller())
+    }
+
+    /// Records the work `f` issues into a graph. `f` runs under `catch_unwind`: if it panics,
+    /// the capture is ended and discarded (the stream is idle again) and the panic resumes;
+    /// if it returns an error, the capture is discarded and the error returned.
+    ///
+    /// # Errors
+    /// Whatever `f` returns, and those of [`capture`](Self::capture) and
+    /// [`CaptureGuard::finish`].
+    #[track_caller]
+    pub fn capture_scope<'a, R>(
+        &mut self,
+        options: CaptureOptions,
+        f: impl FnOnce(&mut Stream<Capturing<'a>>) -> Result<R>,
+    ) -> Result<(Graph<'a>, CaptureReport, R)>
+    where
+        S: BeginCapture,
+    {
+        let mut guard = CaptureGuard::start(S::as_idle(self), options, CallSite::caller())?;
+        let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(guard.stream())));
+        match out {
+            Ok(Ok(r)) => {
+                let (g, report) = guard.finish()?;
+                Ok((g, report, r))
+            }
+            Ok(Err(e)) => {
+                drop(guard);
+                Err(e)
+            }
+            Err(panic) => {
+                drop(guard);
+                std::panic::resume_unwind(panic)
+            }
+        }
+    }
+}
+
+impl Stream<Idle> {
+    pub(crate) fn from_parts(ctx: Context, raw: RawStream, owner: Owner) -> Self {
+        Self::with_ext(ctx, raw, owner, ())
+    }
+
+    /// The cudarc stream behind this one, if it was wrapped from cudarc.
+    pub fn cudarc(&self) -> Option<&Arc<CudaStream>> {
+        match &self.owner {
+            Owner::Cudarc(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// Allocates `len` elements in stream order (`cuMemAllocAsync`); contents undefined.
+    ///
+    /// # Errors
+    /// As [`alloc_zeros`](Self::alloc_zeros).
+    #[track_caller]
+    pub fn alloc_async<T: Pod>(&mut self, len: usize) -> Result<DeviceBuffer<T>> {
+        let site = CallSite::caller();
+        let op = "Stream::alloc_async";
+        let bytes = byte_len::<T>(op, len)?;
+        self.check_size(op, bytes)?;
+        let p = self.run(op, site, |b, s| b.mem_alloc_async(bytes, s))?;
+        Ok(DeviceBuffer::from_raw(self.ctx.clone(), p, len))
+    }
+
+    /// A second stream whose work starts after everything queued here so far.
+    ///
+    /// # Errors
+    /// [`Error::Driver`].
+    #[track_caller]
+    pub fn fork(&mut self) -> Result<Stream<Idle>> {
+        let site = CallSite::caller();
+        let raw = spare_stream(&self.ctx)?;
+        let side = Stream::from_parts(self.ctx.clone(), raw, Owner::Pooled);
+        let ev = Event::new(&self.ctx)?;
+        self.run("Stream::fork", site, |b, s| {
+            b.event_record(ev.raw, s)?;
+            b.stream_wait_event(raw, ev.raw)
+        })?;
+        Ok(side)
+    }
+
+    /// Makes later work here wait for everything queued on `side`.
+    ///
+    /// # Errors
+    /// [`Error::ContextMismatch`], [`Error::Driver`].
+    #[track_caller]
+    pub fn join(&mut self, side: Stream<Idle>) -> Result<()> {
+        let site = CallSite::caller();
+        self.check_ctx("Stream::join", "side stream", &side.ctx)?;
+        let ev = Event::new(&self.ctx)?;
+        self.run("Stream::join", site, |b, s| {
+            b.event_record(ev.raw, side.raw)?;
+            b.stream_wait_event(s, ev.raw)
+        })
+    }
+}
+
+pub(crate) fn spare_stream(ctx: &Context) -> Result<RawStream> {
+    match ctx.reg().take_spare_stream() {
+        Some(s) => Ok(s),
+        None => ctx.b().stream_create().map_err(|code| Error::Driver { op: "cuStreamCreate", code }),
+    }
+}
+
+impl<'a> Stream<Capturing<'a>> {
+    /// Allocates `len` elements inside the graph (a memory node). The memory exists while
+    /// the graph runs; use it only in this capture. Counted in the report; refused under
+    /// [`AllocPolicy::Deny`](crate::AllocPolicy::Deny). Freed by
+    /// [`free_async`](Self::free_async), or at the end of the graph if not freed before.
+    ///
+    /// # Errors
+    /// [`Error::AllocationDenied`], [`Error::ZeroSizedAllocation`],
+    /// [`Error::AllocationTooLarge`], [`Error::Driver`].
+    #[track_caller]
+    pub fn alloc_async<T: Pod>(&mut self, len: usize) -> Result<GraphBuffer<T>> {
+        let site = CallSite::caller();
+        let op = "Stream::alloc_async";
+        let bytes = byte_len::<T>(op, len)?;
+        self.check_size(op, bytes)?;
+        if self.ext.borrow().policy == crate::guard::AllocPolicy::Deny {
+            return Err(Error::AllocationDenied { op, bytes, site });
+        }
+        let p: DevPtr = self.run(op, site, |b, s| b.mem_alloc_async(bytes, s))?;
+        let mut book = self.ext.borrow_mut();
+        book.allocations.push(AllocRecord { op, bytes, site });
+        book.graph_allocs.push((p, false));
+        Ok(GraphBuffer::new(p, len, book.id))
+    }
+
+    /// Frees graph memory inside the graph (a memory free node).
+    ///
+    /// # Errors
+    /// [`Error::ForeignGraphBuffer`] if it belongs to another capture, [`Error::Driver`].
+    #[track_caller]
+    pub fn free_async<T>(&mut self, mut buf: GraphBuffer<T>) -> Result<()> {
+        let site = CallSite::caller();
+        let id = self.ext.borrow().id;
+        if buf.capture != id || buf.freed {
+            return Err(Error::ForeignGraphBuffer { buffer_capture: buf.capture, used_in: format!("capture #{id}") });
+        }
+        self.run("Stream::free_async", site, |b, s| b.mem_free_async(buf.ptr, s))?;
+        buf.freed = true;
+        if let Some(e) = self.ext.borrow_mut().graph_allocs.iter_mut().find(|(p, _)| *p == buf.ptr) {
+            e.1 = true;
+        }
+        Ok(())
+    }
+
+    /// Forks a second stream into the capture: its work depends on everything recorded here
+    /// so far, and is recorded into the same graph. [`join`](Self::join) it back before
+    /// `finish()`, or the capture fails with [`Error::UnjoinedFork`].
+    ///
+    /// # Errors
+    /// [`Error::Driver`].
+    #[track_caller]
+    pub fn fork(&mut self) -> Result<Stream<Capturing<'a>>> {
+        let site = CallSite::caller();
+        let raw = spare_stream(&self.ctx)?;
+        let ev = Event::new(&self.ctx)?;
+        let r = self.run("Stream::fork", site, |b, s| {
+            b.event_record(ev.raw, s)?;
+            b.stream_wait_event(raw, ev.raw)
+        });
+        let mut book = self.ext.borrow_mut();
+        book.events.push(ev);
+        if let Err(e) = r {
+            book.pooled.push(raw);
+            return Err(e);
+        }
+        book.forks.push((site, raw, false));
+        drop(book);
+        Ok(Stream::with_ext(self.ctx.clone(), raw, Owner::Pooled, self.ext.clone()))
+    }
+
+    /// Joins a forked stream back: later work here waits for everything recorded on `side`.
+    ///
+    /// # Errors
+    /// [`Error::ContextMismatch`] if `side` belongs to another capture, [`Error::Driver`].
+    #[track_caller]
+    pub fn join(&mut self, side: Stream<Capturing<'a>>) -> Result<()> {
+        let site = CallSite::caller();
+        if !std::rc::Rc::ptr_eq(&self.ext, &side.ext) {
+            return Err(Error::ContextMismatch { op: "Stream::join", what: "forked stream (of another capture)" });
+        }
+        let ev = Event::new(&self.ctx)?;
+        let r = self.run("Stream::join", site, |b, s| {
+            b.event_record(ev.raw, side.raw)?;
+            b.stream_wait_event(s, ev.raw)
+        });
+        let mut book = self.ext.borrow_mut();
+        book.events.push(ev);
+        r?;
+        if let Some(f) = book.forks.iter_mut().find(|f| f.1 == side.raw && !f.2) {
+            f.2 = true;
+        }
+        Ok(())
+    }
+}
