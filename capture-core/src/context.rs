@@ -205,7 +205,8 @@ impl Context {
 
     /// Maps a driver code to an error, noting it as a possible invalidation cause.
     pub(crate) fn fail(&self, op: &'static str, site: crate::error::CallSite, code: DriverCode) -> Error {
-        if code.is_capture_error() {
+        // An "already invalidated" error is a consequence, not a cause.
+        if code.is_capture_error() && code != DriverCode::STREAM_CAPTURE_INVALIDATED {
             self.reg().note_failure(crate::error::OpSite { op, site });
         }
         Error::Driver { op, code }

@@ -1,7 +1,6 @@
 //! The RAII capture guard.
 
 use std::cell::RefCell;
-use std::marker::PhantomData;
 use std::ops::{Deref, DerefMut};
 use std::rc::Rc;
 use std::time::Instant;
@@ -67,6 +66,8 @@ pub struct AllocRecord {
 }
 
 /// The bookkeeping of one capture, shared by its capturing streams (the guard's and forks).
+/// Held in an `Rc`, which also makes capturing streams and the guard `!Send`: a capture
+/// ends on the thread that began it.
 #[doc(hidden)]
 pub struct CaptureBook {
     pub(crate) id: u64,
@@ -109,7 +110,6 @@ pub struct CaptureGuard<'s, 'a> {
     idle: &'s mut Stream<Idle>,
     cap: Stream<Capturing<'a>>,
     done: bool,
-    _not_send: PhantomData<*const ()>,
 }
 
 static_assertions::assert_not_impl_any!(CaptureGuard<'static, 'static>: Send, Sync);
@@ -148,7 +148,7 @@ impl<'s, 'a> CaptureGuard<'s, 'a> {
             events: Vec::new(),
         }));
         let cap = Stream::with_ext(idle.ctx.clone(), idle.raw, Owner::View, book);
-        Ok(Self { idle, cap, done: false, _not_send: PhantomData })
+        Ok(Self { idle, cap, done: false })
     }
 
     /// The capturing stream.
@@ -187,7 +187,8 @@ impl<'s, 'a> CaptureGuard<'s, 'a> {
         }
         let (eager, failures) = entry.map(|e| (e.eager, e.failures)).unwrap_or_default();
         let invalidated_by = match outcome {
-            Err(c) if c.is_capture_error() => book.invalidated_by.clone().or_else(|| failures.first().cloned()),
+            // The registry holds failures in the order they happened, on any stream.
+            Err(c) if c.is_capture_error() => failures.first().cloned().or_else(|| book.invalidated_by.clone()),
             _ => None,
         };
         let report = CaptureReport {
@@ -219,6 +220,8 @@ impl<'s, 'a> CaptureGuard<'s, 'a> {
         let ctx = self.idle.ctx.clone();
         let b = ctx.b();
         let graph = match outcome {
+            // The driver returns no graph for a capture that recorded nothing.
+            Ok(RawGraph(0)) => return Err(Error::EmptyCapture),
             Ok(g) => g,
             Err(code) => {
                 log::warn!("capture-core: capture failed:\n{report}");
@@ -291,10 +294,13 @@ impl Drop for CaptureGuard<'_, '_> {
             return;
         }
         let (outcome, mut report) = self.end();
-        if let Ok(g) = outcome {
-            if let Err(code) = self.idle.ctx.b().graph_destroy(g) {
-                log::error!("capture-core: destroying an abandoned graph failed: {code}");
+        match outcome {
+            Ok(g) if g.0 != 0 => {
+                if let Err(code) = self.idle.ctx.b().graph_destroy(g) {
+                    log::error!("capture-core: destroying an abandoned graph failed: {code}");
+                }
             }
+            _ => {}
         }
         report.abandoned = true;
         if report.allocation_count() > 0 {

@@ -167,7 +167,9 @@ impl<'a, T> KernelArg<'a> for &'a DeviceBuffer<T> {
     }
 }
 
-impl<'a, T> KernelArg<'a> for &'a GraphBuffer<T> {
+// Graph memory belongs to the graph, not to the caller: no borrow for 'a is needed (and
+// none is taken, so the buffer can still be moved into `free_async`).
+impl<'a, T> KernelArg<'a> for &GraphBuffer<T> {
     fn slot(&self, cx: &ArgCx<'_>) -> Result<ArgSlot> {
         if self.capture != cx.capture || self.freed {
             let used_in = if cx.capture == 0 {

@@ -87,7 +87,7 @@ impl StreamState for Capturing<'_> {
         b.last_op = Some(OpSite { op, site });
     }
     fn on_fail(ext: &Book, ctx: &Context, op: &'static str, site: CallSite, code: DriverCode) -> Error {
-        if code.is_capture_error() {
+        if code.is_capture_error() && code != DriverCode::STREAM_CAPTURE_INVALIDATED {
             ext.borrow_mut().invalidated_by.get_or_insert(OpSite { op, site });
         }
         ctx.fail(op, site, code)
@@ -113,64 +113,69 @@ pub trait Records<'a>: StreamState {}
 impl Records<'_> for Idle {}
 impl<'a> Records<'a> for Capturing<'a> {}
 
-macro_rules! idle_only {
-    ($(#[$doc:meta])* $name:ident, message = $msg:literal, label = $label:literal, note = $note:literal) => {
-        $(#[$doc])*
-        #[diagnostic::on_unimplemented(message = $msg, label = $label, note = $note)]
-        pub trait $name: sealed::Sealed {}
-        impl $name for Idle {}
-    };
-}
-
-idle_only!(
-    /// Synchronous device allocation (`alloc_zeros`, `alloc_uninit`, `upload_new`).
-    SyncAlloc,
+/// Synchronous device allocation (`alloc_zeros`, `alloc_uninit`, `upload_new`).
+#[diagnostic::on_unimplemented(
     message = "synchronous allocation is not allowed on a capturing stream (`{Self}`)",
     label = "this allocates with cuMemAlloc, which fails and invalidates the capture",
     note = "allocate the buffer before `stream.capture()`, or use `alloc_async` on the capturing stream to record a graph memory node"
-);
-idle_only!(
-    /// Pinned (page-locked) host allocation.
-    PinnedAlloc,
+)]
+pub trait SyncAlloc: sealed::Sealed {}
+impl SyncAlloc for Idle {}
+
+/// Pinned (page-locked) host allocation.
+#[diagnostic::on_unimplemented(
     message = "pinned host allocation is not allowed on a capturing stream (`{Self}`)",
     label = "this calls cuMemAllocHost, which fails and invalidates the capture",
     note = "allocate pinned buffers before `stream.capture()` and reuse them in every replay"
-);
-idle_only!(
-    /// Managed (unified) allocation.
-    ManagedAlloc,
+)]
+pub trait PinnedAlloc: sealed::Sealed {}
+impl PinnedAlloc for Idle {}
+
+/// Managed (unified) allocation.
+#[diagnostic::on_unimplemented(
     message = "managed allocation is not allowed on a capturing stream (`{Self}`)",
     label = "this calls cuMemAllocManaged, which fails and invalidates the capture (and hangs on some systems)",
     note = "allocate managed memory before `stream.capture()`; inside a capture use `alloc_async` or a buffer allocated beforehand"
-);
-idle_only!(
-    /// Synchronous host<->device copies and memsets.
-    SyncCopy,
+)]
+pub trait ManagedAlloc: sealed::Sealed {}
+impl ManagedAlloc for Idle {}
+
+/// Synchronous host<->device copies and memsets.
+#[diagnostic::on_unimplemented(
     message = "a synchronous copy or memset is not allowed on a capturing stream (`{Self}`)",
     label = "on real hardware this runs once now, returns OK, and is missing from every replay",
     note = "inside a capture use `upload_async`/`download_async` through a `PinnedBuffer`, or `memset_async`; or copy before `capture()`"
-);
-idle_only!(
-    /// Host synchronization with the stream.
-    Synchronize,
+)]
+pub trait SyncCopy: sealed::Sealed {}
+impl SyncCopy for Idle {}
+
+/// Host synchronization with the stream.
+#[diagnostic::on_unimplemented(
     message = "`synchronize` is not allowed on a capturing stream (`{Self}`)",
     label = "synchronizing a capturing stream fails and invalidates the capture",
     note = "order work inside the graph with `record_event`/`wait_event`; synchronize after `graph.launch(..)` instead"
-);
-idle_only!(
-    /// Stream and event queries.
-    Query,
+)]
+pub trait Synchronize: sealed::Sealed {}
+impl Synchronize for Idle {}
+
+/// Stream and event queries.
+#[diagnostic::on_unimplemented(
     message = "querying is not allowed on a capturing stream (`{Self}`)",
     label = "a stream query during capture fails and invalidates the capture",
     note = "query the stream after `finish()`, or order work with events inside the graph"
-);
-idle_only!(
-    /// Explicit frees.
-    Free,
+)]
+pub trait Query: sealed::Sealed {}
+impl Query for Idle {}
+
+/// Explicit frees.
+#[diagnostic::on_unimplemented(
     message = "freeing is not allowed on a capturing stream (`{Self}`)",
     label = "cuMemFree during capture fails and invalidates the capture",
     note = "free buffers after `finish()` (a buffer dropped during a capture is freed when the capture ends)"
-);
+)]
+pub trait Free: sealed::Sealed {}
+impl Free for Idle {}
+
 /// Starting a capture: only an idle stream can.
 #[diagnostic::on_unimplemented(
     message = "this stream is already capturing (`{Self}`)",

@@ -1,0 +1,1 @@
+//! The examples are in this folder: `cargo run --example 01_capture_and_replay`.

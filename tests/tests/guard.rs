@@ -1,0 +1,246 @@
+//! The capture guard on every path out of a capture (issue #2, part 8): finish, drop,
+//! early `?`, panic, invalidation — after each the stream is idle and does real work.
+
+use capture_core::{CaptureMode, CaptureOptions, Context, DriverCode, Error, LaunchConfig, Result};
+use capture_tests::{on_both, Fixture};
+
+const N: usize = 4096;
+fn cfg() -> LaunchConfig {
+    LaunchConfig::for_num_elems(N as u32)
+}
+
+/// Real work on an idle stream: x = 1..N, out = x + x; checks the result.
+fn stream_works(f: &mut Fixture) {
+    let x: Vec<f32> = (0..N).map(|i| i as f32).collect();
+    let a = f.stream.upload_new(&x).unwrap();
+    let out = f.stream.alloc_zeros::<f32>(N).unwrap();
+    f.stream.launch(&f.add, cfg(), (&a, &a, &out, N as u32)).unwrap();
+    let got = f.stream.download(&out).unwrap();
+    assert!(got.iter().enumerate().all(|(i, v)| *v == 2.0 * i as f32), "eager work after capture is wrong");
+}
+
+on_both!(finish_gives_a_replayable_graph, |ctx: Context| {
+    let mut f = Fixture::new(ctx).unwrap();
+    let x = f.stream.upload_new(&vec![1.0f32; N]).unwrap();
+    let mut g = f.stream.capture().unwrap();
+    for _ in 0..10 {
+        g.launch(&f.incr, cfg(), (&x, N as u32)).unwrap();
+    }
+    let (graph, report) = g.finish().unwrap();
+    assert_eq!(report.nodes.kernels, 10);
+    assert_eq!(report.operations, 10);
+    assert!(report.outcome.is_none() && !report.abandoned);
+    // Nothing ran during capture.
+    assert_eq!(f.stream.download(&x).unwrap()[0], 1.0);
+    for _ in 0..3 {
+        graph.launch(&mut f.stream).unwrap();
+    }
+    let got = f.stream.download(&x).unwrap();
+    assert!(got.iter().all(|v| *v == 31.0), "3 replays of 10 increments: {}", got[0]);
+    drop(graph);
+    stream_works(&mut f);
+});
+
+on_both!(drop_without_finish_leaves_the_stream_idle, |ctx: Context| {
+    let mut f = Fixture::new(ctx).unwrap();
+    let x = f.stream.upload_new(&vec![1.0f32; N]).unwrap();
+    {
+        let mut g = f.stream.capture().unwrap();
+        g.launch(&f.incr, cfg(), (&x, N as u32)).unwrap();
+    }
+    let reports = f.ctx.take_abandoned_reports();
+    assert_eq!(reports.len(), 1);
+    assert!(reports[0].abandoned);
+    assert_eq!(reports[0].operations, 1);
+    // The recorded increment never ran.
+    assert_eq!(f.stream.download(&x).unwrap()[0], 1.0);
+    stream_works(&mut f);
+    // And the stream can capture again.
+    let mut g = f.stream.capture().unwrap();
+    g.launch(&f.incr, cfg(), (&x, N as u32)).unwrap();
+    let (graph, _) = g.finish().unwrap();
+    graph.launch(&mut f.stream).unwrap();
+    assert_eq!(f.stream.download(&x).unwrap()[0], 2.0);
+});
+
+fn capture_then_fail(f: &mut Fixture, x: &capture_core::DeviceBuffer<f32>) -> Result<()> {
+    let mut g = f.stream.capture()?;
+    g.launch(&f.incr, cfg(), (x, N as u32))?;
+    // A launch with the wrong arguments fails before reaching the driver; `?` drops the guard.
+    g.launch(&f.incr, cfg(), (x,))?;
+    unreachable!("the launch above must fail");
+}
+
+on_both!(early_question_mark_ends_the_capture, |ctx: Context| {
+    let mut f = Fixture::new(ctx).unwrap();
+    let x = f.stream.upload_new(&vec![1.0f32; N]).unwrap();
+    let err = capture_then_fail(&mut f, &x).unwrap_err();
+    assert!(matches!(err, Error::ArgumentMismatch { .. }), "{err}");
+    assert_eq!(f.ctx.take_abandoned_reports().len(), 1);
+    stream_works(&mut f);
+});
+
+on_both!(panic_inside_capture_ends_it, |ctx: Context| {
+    let mut f = Fixture::new(ctx).unwrap();
+    let x = f.stream.upload_new(&vec![1.0f32; N]).unwrap();
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let mut g = f.stream.capture().unwrap();
+        g.launch(&f.incr, cfg(), (&x, N as u32)).unwrap();
+        panic!("boom");
+    }));
+    assert!(r.is_err());
+    assert_eq!(f.ctx.take_abandoned_reports().len(), 1);
+    stream_works(&mut f);
+
+    // The closure form resumes the panic after ending the capture.
+    let incr = f.incr.clone();
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let _ = f.stream.capture_scope(CaptureOptions::new(), |s| {
+            s.launch(&incr, cfg(), (&x, N as u32))?;
+            panic!("boom in scope");
+            #[allow(unreachable_code)]
+            Ok(())
+        });
+    }));
+    let msg = r.unwrap_err();
+    assert_eq!(msg.downcast_ref::<&str>(), Some(&"boom in scope"));
+    stream_works(&mut f);
+    assert_eq!(f.stream.download(&x).unwrap()[0], 1.0);
+});
+
+on_both!(capture_scope_finishes, |ctx: Context| {
+    let mut f = Fixture::new(ctx).unwrap();
+    let x = f.stream.upload_new(&vec![5.0f32; N]).unwrap();
+    let incr = f.incr.clone();
+    let (graph, report, answer) = f
+        .stream
+        .capture_scope(CaptureOptions::new(), |s| {
+            s.launch(&incr, cfg(), (&x, N as u32))?;
+            Ok(42)
+        })
+        .unwrap();
+    assert_eq!(answer, 42);
+    assert_eq!(report.nodes.kernels, 1);
+    graph.launch(&mut f.stream).unwrap();
+    assert_eq!(f.stream.download(&x).unwrap()[0], 6.0);
+});
+
+on_both!(context_synchronize_invalidates_and_is_named, |ctx: Context| {
+    for mode in [CaptureMode::Global, CaptureMode::ThreadLocal, CaptureMode::Relaxed] {
+        let mut f = Fixture::new(ctx.clone()).unwrap();
+        let x = f.stream.upload_new(&vec![1.0f32; N]).unwrap();
+        let mut g = f.stream.capture_with(CaptureOptions::new().mode(mode)).unwrap();
+        g.launch(&f.incr, cfg(), (&x, N as u32)).unwrap();
+        let e = f.ctx.synchronize().unwrap_err();
+        assert_eq!(e.driver_code(), Some(DriverCode::STREAM_CAPTURE_UNSUPPORTED), "{mode:?}: {e}");
+        // Later work on the invalidated capture fails too.
+        assert!(g.launch(&f.incr, cfg(), (&x, N as u32)).is_err());
+        let err = g.finish().unwrap_err();
+        match &err {
+            Error::CaptureInvalidated { cause: Some(c), code } => {
+                assert_eq!(c.op, "Context::synchronize", "{mode:?}");
+                assert!(c.site.file.ends_with("guard.rs"));
+                assert_eq!(*code, DriverCode::STREAM_CAPTURE_INVALIDATED);
+            }
+            other => panic!("{mode:?}: expected CaptureInvalidated with a cause, got {other}"),
+        }
+        let msg = err.to_string();
+        assert!(msg.contains("Context::synchronize") && msg.contains("before `capture()`"), "{msg}");
+        stream_works(&mut f);
+        assert_eq!(f.stream.download(&x).unwrap()[0], 1.0);
+    }
+});
+
+on_both!(sync_alloc_on_another_stream_invalidates_global_capture, |ctx: Context| {
+    let mut f = Fixture::new(ctx.clone()).unwrap();
+    let mut other = ctx.new_stream().unwrap();
+    let x = f.stream.upload_new(&vec![1.0f32; N]).unwrap();
+    let mut g = f.stream.capture().unwrap();
+    g.launch(&f.incr, cfg(), (&x, N as u32)).unwrap();
+    let e = other.alloc_zeros::<f32>(16).unwrap_err();
+    assert_eq!(e.driver_code(), Some(DriverCode::STREAM_CAPTURE_UNSUPPORTED), "{e}");
+    match g.finish().unwrap_err() {
+        Error::CaptureInvalidated { cause: Some(c), .. } => assert_eq!(c.op, "Stream::alloc_zeros"),
+        other => panic!("expected CaptureInvalidated, got {other}"),
+    }
+    stream_works(&mut f);
+    // In Relaxed mode the same allocation is allowed and the capture survives.
+    let mut g = f.stream.capture_with(CaptureOptions::new().mode(CaptureMode::Relaxed)).unwrap();
+    g.launch(&f.incr, cfg(), (&x, N as u32)).unwrap();
+    let extra = other.alloc_zeros::<f32>(16).unwrap();
+    let (graph, _) = g.finish().unwrap();
+    graph.launch(&mut f.stream).unwrap();
+    assert_eq!(f.stream.download(&x).unwrap()[0], 2.0);
+    drop(extra);
+});
+
+on_both!(fork_and_join_record_into_one_graph, |ctx: Context| {
+    let mut f = Fixture::new(ctx).unwrap();
+    let a = f.stream.upload_new(&vec![1.0f32; N]).unwrap();
+    let b = f.stream.upload_new(&vec![10.0f32; N]).unwrap();
+    let out = f.stream.alloc_zeros::<f32>(N).unwrap();
+    let mut g = f.stream.capture().unwrap();
+    let mut side = g.fork().unwrap();
+    side.launch(&f.incr, cfg(), (&b, N as u32)).unwrap();
+    g.launch(&f.incr, cfg(), (&a, N as u32)).unwrap();
+    g.join(side).unwrap();
+    g.launch(&f.add, cfg(), (&a, &b, &out, N as u32)).unwrap();
+    let (graph, report) = g.finish().unwrap();
+    assert_eq!(report.nodes.kernels, 3);
+    graph.launch(&mut f.stream).unwrap();
+    assert_eq!(f.stream.download(&out).unwrap()[0], 13.0);
+    graph.launch(&mut f.stream).unwrap();
+    assert_eq!(f.stream.download(&out).unwrap()[N - 1], 15.0);
+});
+
+on_both!(fork_without_join_fails_with_unjoined, |ctx: Context| {
+    let mut f = Fixture::new(ctx).unwrap();
+    let a = f.stream.upload_new(&vec![1.0f32; N]).unwrap();
+    let mut g = f.stream.capture().unwrap();
+    let mut side = g.fork().unwrap();
+    side.launch(&f.incr, cfg(), (&a, N as u32)).unwrap();
+    drop(side);
+    g.launch(&f.incr, cfg(), (&a, N as u32)).unwrap();
+    match g.finish().unwrap_err() {
+        Error::UnjoinedFork { fork_site } => assert!(fork_site.file.ends_with("guard.rs")),
+        other => panic!("expected UnjoinedFork, got {other}"),
+    }
+    stream_works(&mut f);
+    // The spare stream is reusable: fork again, properly.
+    let mut g = f.stream.capture().unwrap();
+    let mut side = g.fork().unwrap();
+    side.launch(&f.incr, cfg(), (&a, N as u32)).unwrap();
+    g.join(side).unwrap();
+    let (graph, _) = g.finish().unwrap();
+    graph.launch(&mut f.stream).unwrap();
+    assert_eq!(f.stream.download(&a).unwrap()[0], 2.0);
+});
+
+on_both!(empty_capture_is_a_typed_error, |ctx: Context| {
+    let mut f = Fixture::new(ctx).unwrap();
+    let g = f.stream.capture().unwrap();
+    let e = g.finish().unwrap_err();
+    assert!(matches!(e, Error::EmptyCapture), "{e:?}");
+    stream_works(&mut f);
+});
+
+/// A cudarc stream wrapped twice: the second `capture()` is a typed error (GPU only: the
+/// simulated device has no cudarc streams to wrap).
+#[test]
+#[ignore = "needs a CUDA device"]
+fn already_capturing_is_a_typed_error_gpu() {
+    let _serial = capture_tests::gpu_lock();
+    let Some(ctx) = capture_tests::gpu() else { return };
+    let cu = ctx.cudarc().unwrap().new_stream().unwrap();
+    let mut s1 = ctx.wrap_cudarc_stream(cu.clone()).unwrap();
+    let mut s2 = ctx.wrap_cudarc_stream(cu.clone()).unwrap();
+    let f = Fixture::new(ctx.clone()).unwrap();
+    let x = s1.alloc_zeros::<f32>(N).unwrap();
+    let mut g = s1.capture().unwrap();
+    g.launch(&f.incr, cfg(), (&x, N as u32)).unwrap();
+    assert!(matches!(s2.capture().map(|_| ()).unwrap_err(), Error::AlreadyCapturing));
+    let (graph, _) = g.finish().unwrap();
+    graph.launch(&mut s1).unwrap();
+    assert_eq!(s1.download(&x).unwrap()[0], 1.0);
+    assert!(std::sync::Arc::ptr_eq(s1.cudarc().unwrap(), &cu));
+}

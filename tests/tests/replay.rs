@@ -1,0 +1,70 @@
+//! Replays see fresh inputs (issue #2, parts 5 and 8): inputs written between replays reach
+//! the graph, through a captured pinned upload and through a device scalar read by address.
+
+use capture_core::{Context, LaunchConfig};
+use capture_tests::{on_both, Fixture};
+
+const N: usize = 1 << 16;
+
+on_both!(fresh_pinned_input_each_replay, |ctx: Context| {
+    let mut f = Fixture::new(ctx).unwrap();
+    let host_in = f.stream.alloc_pinned::<f32>(N).unwrap();
+    let host_out = f.stream.alloc_pinned::<f32>(N).unwrap();
+    let x = f.stream.alloc_zeros::<f32>(N).unwrap();
+    let y = f.stream.alloc_zeros::<f32>(N).unwrap();
+    let cfg = LaunchConfig::for_num_elems(N as u32);
+    let mut g = f.stream.capture().unwrap();
+    g.upload_async(&x, &host_in).unwrap();
+    g.launch(&f.scale, cfg, (&x, &y, 3.0f32, N as u32)).unwrap();
+    g.launch(&f.add, cfg, (&y, &x, &y, N as u32)).unwrap(); // y = 4x
+    g.download_async(&host_out, &y).unwrap();
+    let (graph, report) = g.finish().unwrap();
+    assert_eq!(report.nodes.memcpy, 2);
+    assert_eq!(report.nodes.kernels, 2);
+    for round in 0..5 {
+        let input: Vec<f32> = (0..N).map(|i| (i + round * 7) as f32).collect();
+        host_in.write(&input).unwrap();
+        graph.launch(&mut f.stream).unwrap();
+        f.stream.synchronize().unwrap();
+        let out = host_out.read();
+        for i in [0, 1, N / 2, N - 1] {
+            assert_eq!(out[i], 4.0 * input[i], "round {round}, element {i}: replay used stale data");
+        }
+    }
+});
+
+on_both!(device_scalar_read_by_address, |ctx: Context| {
+    let mut f = Fixture::new(ctx).unwrap();
+    let x = f.stream.alloc_zeros::<f32>(N).unwrap();
+    let pos = f.stream.alloc_zeros::<u32>(1).unwrap();
+    let cfg = LaunchConfig::for_num_elems(N as u32);
+    let mut g = f.stream.capture().unwrap();
+    g.launch(&f.add_ptr, cfg, (&x, &pos, N as u32)).unwrap();
+    let (graph, _) = g.finish().unwrap();
+    let mut expect = 0.0;
+    for p in 1..=20u32 {
+        f.stream.upload(&pos, &[p]).unwrap();
+        graph.launch(&mut f.stream).unwrap();
+        expect += p as f32;
+    }
+    let got = f.stream.download(&x).unwrap();
+    assert_eq!(got[0], expect);
+    assert_eq!(got[N - 1], expect);
+});
+
+on_both!(long_chain_replays_many_times, |ctx: Context| {
+    let mut f = Fixture::new(ctx).unwrap();
+    let x = f.stream.alloc_zeros::<f32>(1024).unwrap();
+    let cfg = LaunchConfig::for_num_elems(1024);
+    let mut g = f.stream.capture().unwrap();
+    for _ in 0..200 {
+        g.launch(&f.incr, cfg, (&x, 1024u32)).unwrap();
+    }
+    let (graph, report) = g.finish().unwrap();
+    assert_eq!(report.nodes.kernels, 200);
+    graph.upload(&mut f.stream).unwrap();
+    for _ in 0..50 {
+        graph.launch(&mut f.stream).unwrap();
+    }
+    assert_eq!(f.stream.download(&x).unwrap()[1023], 10_000.0);
+});
