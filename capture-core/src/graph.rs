@@ -17,10 +17,10 @@ use crate::stream::Stream;
 pub struct Graph<'a> {
     ctx: Context,
     // Drop order matters: the executable graph is destroyed before the graph (see `Drop`).
-    exec: RawExec,
-    graph: RawGraph,
-    nodes: NodeCounts,
-    capture_id: u64,
+    pub(crate) exec: RawExec,
+    pub(crate) graph: RawGraph,
+    pub(crate) nodes: NodeCounts,
+    pub(crate) capture_id: u64,
     _borrows: PhantomData<Capturing<'a>>,
     // Graph objects are not thread-safe: `Send` but not `Sync`.
     _not_sync: PhantomData<Cell<()>>,
@@ -63,6 +63,10 @@ impl Graph<'_> {
             return Err(Error::ContextMismatch { op: "Graph::upload", what: "stream" });
         }
         stream.run("Graph::upload", site, |b, s| b.graph_upload(self.exec, s))
+    }
+
+    pub(crate) fn context(&self) -> &Context {
+        &self.ctx
     }
 
     /// The graph's nodes by kind.

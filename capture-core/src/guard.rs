@@ -54,6 +54,16 @@ impl CaptureOptions {
     }
 }
 
+/// How [`CaptureGuard::finish_update`] brought a graph up to date.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum GraphUpdate {
+    /// Same topology: the executable graph was updated in place.
+    InPlace,
+    /// The topology changed: a new executable graph was instantiated.
+    Reinstantiated,
+}
+
 /// One capture-time allocation.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct AllocRecord {
@@ -208,6 +218,20 @@ impl<'s, 'a> CaptureGuard<'s, 'a> {
         (outcome, report)
     }
 
+    /// The error for a capture the driver refused to end; logs the report.
+    fn end_error(&self, code: DriverCode, report: &CaptureReport) -> Error {
+        log::warn!("capture-core: capture failed:\n{report}");
+        let book = self.cap.ext.borrow();
+        match code {
+            DriverCode::STREAM_CAPTURE_UNJOINED => {
+                let site = book.forks.iter().find(|f| !f.2).map(|f| f.0).unwrap_or(book.began_at);
+                Error::UnjoinedFork { fork_site: site }
+            }
+            c if c.is_capture_error() => Error::CaptureInvalidated { cause: report.invalidated_by.clone(), code: c },
+            c => Error::Driver { op: "cuStreamEndCapture", code: c },
+        }
+    }
+
     /// Ends the capture and instantiates the graph.
     ///
     /// # Errors
@@ -223,20 +247,7 @@ impl<'s, 'a> CaptureGuard<'s, 'a> {
             // The driver returns no graph for a capture that recorded nothing.
             Ok(RawGraph(0)) => return Err(Error::EmptyCapture),
             Ok(g) => g,
-            Err(code) => {
-                log::warn!("capture-core: capture failed:\n{report}");
-                let book = self.cap.ext.borrow();
-                return Err(match code {
-                    DriverCode::STREAM_CAPTURE_UNJOINED => {
-                        let site = book.forks.iter().find(|f| !f.2).map(|f| f.0).unwrap_or(book.began_at);
-                        Error::UnjoinedFork { fork_site: site }
-                    }
-                    c if c.is_capture_error() => {
-                        Error::CaptureInvalidated { cause: report.invalidated_by.clone(), code: c }
-                    }
-                    c => Error::Driver { op: "cuStreamEndCapture", code: c },
-                });
-            }
+            Err(code) => return Err(self.end_error(code, &report)),
         };
         let nodes = match b.graph_nodes(graph) {
             Ok(n) => n,
@@ -272,6 +283,62 @@ impl<'s, 'a> CaptureGuard<'s, 'a> {
             );
         }
         Ok((Graph::new(ctx, graph, exec, nodes, report.capture_id), report))
+    }
+
+    /// Ends the capture and updates `graph` to replay the new recording: in place
+    /// (`cuGraphExecUpdate`) when the topology is unchanged (e.g. only a kernel parameter
+    /// changed) — much cheaper than instantiating — otherwise by instantiating anew.
+    ///
+    /// # Errors
+    /// As [`finish`](Self::finish); [`Error::ContextMismatch`] if `graph` belongs to another
+    /// context. On error `graph` is unchanged.
+    pub fn finish_update(mut self, graph: &mut Graph<'a>) -> Result<(GraphUpdate, CaptureReport)> {
+        if !graph.context().same(&self.idle.ctx) {
+            return Err(Error::ContextMismatch { op: "CaptureGuard::finish_update", what: "graph" });
+        }
+        let (outcome, mut report) = self.end();
+        let ctx = self.idle.ctx.clone();
+        let b = ctx.b();
+        let new = match outcome {
+            Ok(RawGraph(0)) => return Err(Error::EmptyCapture),
+            Ok(g) => g,
+            Err(code) => return Err(self.end_error(code, &report)),
+        };
+        report.nodes = match b.graph_nodes(new) {
+            Ok(n) => n,
+            Err(code) => {
+                let _ = b.graph_destroy(new);
+                return Err(Error::Driver { op: "cuGraphGetNodes", code });
+            }
+        };
+        match b.graph_exec_update(graph.exec, new) {
+            Ok(true) => {
+                let old = std::mem::replace(&mut graph.graph, new);
+                if let Err(code) = b.graph_destroy(old) {
+                    log::error!("capture-core: destroying the replaced graph failed: {code}");
+                }
+                graph.nodes = report.nodes;
+                graph.capture_id = report.capture_id;
+                Ok((GraphUpdate::InPlace, report))
+            }
+            Ok(false) | Err(_) => {
+                let exec = match b.graph_instantiate(new) {
+                    Ok(e) => e,
+                    Err(code) => {
+                        let _ = b.graph_destroy(new);
+                        return Err(Error::Driver { op: "cuGraphInstantiate", code });
+                    }
+                };
+                let old_exec = std::mem::replace(&mut graph.exec, exec);
+                let old_graph = std::mem::replace(&mut graph.graph, new);
+                if let Err(code) = b.graph_exec_destroy(old_exec).and_then(|()| b.graph_destroy(old_graph)) {
+                    log::error!("capture-core: destroying the replaced graph failed: {code}");
+                }
+                graph.nodes = report.nodes;
+                graph.capture_id = report.capture_id;
+                Ok((GraphUpdate::Reinstantiated, report))
+            }
+        }
     }
 }
 

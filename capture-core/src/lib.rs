@@ -125,7 +125,7 @@ pub use device::{CaptureMode, DeviceKind, NodeCounts};
 pub use error::{CallSite, DriverCode, Error, OpSite, Result};
 pub use event::Event;
 pub use graph::Graph;
-pub use guard::{AllocPolicy, AllocRecord, CaptureGuard, CaptureOptions};
+pub use guard::{AllocPolicy, AllocRecord, CaptureGuard, CaptureOptions, GraphUpdate};
 pub use module::{Kernel, KernelArg, KernelArgs, LaunchConfig, Module, MAX_KERNEL_ARGS};
 pub use report::CaptureReport;
 pub use state::{

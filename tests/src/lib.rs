@@ -102,3 +102,6 @@ macro_rules! on_both {
         }
     };
 }
+
+/// cudarc's context type, for the interop tests.
+pub use cudarc::driver::CudaContext;

@@ -68,3 +68,32 @@ on_both!(long_chain_replays_many_times, |ctx: Context| {
     }
     assert_eq!(f.stream.download(&x).unwrap()[1023], 10_000.0);
 });
+
+on_both!(update_in_place_when_only_a_parameter_changes, |ctx: Context| {
+    use capture_core::GraphUpdate;
+    let mut f = Fixture::new(ctx).unwrap();
+    let x = f.stream.upload_new(&vec![1.0f32; 256]).unwrap();
+    let y = f.stream.alloc_zeros::<f32>(256).unwrap();
+    let cfg = LaunchConfig::for_num_elems(256);
+    let mut g = f.stream.capture().unwrap();
+    g.launch(&f.scale, cfg, (&x, &y, 2.0f32, 256u32)).unwrap();
+    let (mut graph, _) = g.finish().unwrap();
+    graph.launch(&mut f.stream).unwrap();
+    assert_eq!(f.stream.download(&y).unwrap()[0], 2.0);
+    // Same topology, new alpha: updated in place.
+    let mut g = f.stream.capture().unwrap();
+    g.launch(&f.scale, cfg, (&x, &y, 5.0f32, 256u32)).unwrap();
+    let (how, _) = g.finish_update(&mut graph).unwrap();
+    assert_eq!(how, GraphUpdate::InPlace);
+    graph.launch(&mut f.stream).unwrap();
+    assert_eq!(f.stream.download(&y).unwrap()[0], 5.0);
+    // New topology: instantiated anew.
+    let mut g = f.stream.capture().unwrap();
+    g.launch(&f.scale, cfg, (&x, &y, 3.0f32, 256u32)).unwrap();
+    g.launch(&f.incr, cfg, (&y, 256u32)).unwrap();
+    let (how, report) = g.finish_update(&mut graph).unwrap();
+    assert_eq!(how, GraphUpdate::Reinstantiated);
+    assert_eq!(report.nodes.kernels, 2);
+    graph.launch(&mut f.stream).unwrap();
+    assert_eq!(f.stream.download(&y).unwrap()[0], 4.0);
+});

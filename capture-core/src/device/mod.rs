@@ -166,6 +166,8 @@ pub(crate) trait Backend: Send + Sync + 'static {
     fn graph_instantiate(&self, g: RawGraph) -> Result<RawExec, DriverCode>;
     fn graph_upload(&self, e: RawExec, s: RawStream) -> Result<(), DriverCode>;
     fn graph_launch(&self, e: RawExec, s: RawStream) -> Result<(), DriverCode>;
+    /// Updates `e` in place from `g`; `Ok(false)` when the topology differs.
+    fn graph_exec_update(&self, e: RawExec, g: RawGraph) -> Result<bool, DriverCode>;
     fn graph_exec_destroy(&self, e: RawExec) -> Result<(), DriverCode>;
     fn graph_destroy(&self, g: RawGraph) -> Result<(), DriverCode>;
 }

@@ -780,6 +780,20 @@ impl Backend for SimDevice {
         }
         Ok(())
     }
+    fn graph_exec_update(&self, e: RawExec, g: RawGraph) -> Result<bool, DriverCode> {
+        let mut st = self.st();
+        let new = st.graphs.get(&g.0).ok_or(DriverCode::INVALID_HANDLE)?.nodes.clone();
+        let old = st.execs.get(&e.0).ok_or(DriverCode::INVALID_HANDLE)?;
+        let same_shape = old.len() == new.len()
+            && old.iter().zip(new.iter()).all(|(a, b)| match (a, b) {
+                (Node::Kernel { name: x, .. }, Node::Kernel { name: y, .. }) => x == y,
+                _ => std::mem::discriminant(a) == std::mem::discriminant(b),
+            });
+        if same_shape {
+            st.execs.insert(e.0, new);
+        }
+        Ok(same_shape)
+    }
     fn graph_exec_destroy(&self, e: RawExec) -> Result<(), DriverCode> {
         self.st().execs.remove(&e.0).map(|_| ()).ok_or(DriverCode::INVALID_HANDLE)
     }

@@ -276,6 +276,11 @@ impl Backend for CudaBackend {
         // SAFETY: module invariant (handles live, sizes checked by the caller).
         unsafe { raw::graph_launch(e.0, s.0) }
     }
+    fn graph_exec_update(&self, e: RawExec, g: RawGraph) -> Result<bool, DriverCode> {
+        self.bind()?;
+        // SAFETY: module invariant (handles live, sizes checked by the caller).
+        unsafe { raw::graph_exec_update(e.0, g.0) }
+    }
     fn graph_exec_destroy(&self, e: RawExec) -> Result<(), DriverCode> {
         self.bind()?;
         // SAFETY: module invariant (handles live, sizes checked by the caller).

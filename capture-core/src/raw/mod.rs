@@ -436,3 +436,20 @@ pub(crate) unsafe fn graph_destroy(g: usize) -> R<()> {
     // SAFETY: forwarded to the caller.
     unsafe { result::graph::destroy(g as sys::CUgraph) }.map_err(err)
 }
+
+/// Updates an executable graph in place from a graph of the same topology. `Ok(false)` when
+/// the topology differs (`CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE`): instantiate anew instead.
+///
+/// # Safety
+/// `e` and `g` must be live; `e` must not be running a launch that reads parameters being
+/// changed (the driver orders this with launches on streams).
+pub(crate) unsafe fn graph_exec_update(e: usize, g: usize) -> R<bool> {
+    let mut info = MaybeUninit::<sys::CUgraphExecUpdateResultInfo>::zeroed();
+    // SAFETY: handles forwarded to the caller; `info` is writable and outlives the call.
+    let r = unsafe { sys::cuGraphExecUpdate_v2(e as sys::CUgraphExec, g as sys::CUgraph, info.as_mut_ptr()) };
+    match r {
+        sys::CUresult::CUDA_SUCCESS => Ok(true),
+        sys::CUresult::CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE => Ok(false),
+        other => Err(DriverCode(other as u32)),
+    }
+}
