@@ -20,6 +20,9 @@ pub(crate) enum Dev {
 
 pub(crate) struct CtxInner {
     pub(crate) dev: Dev,
+    /// The fail-fast domain: 0 for the GPU (the driver's Global mode is process-wide), a
+    /// unique number for each simulated device.
+    pub(crate) domain: usize,
     pub(crate) registry: Registry,
     fallback: Option<String>,
 }
@@ -54,7 +57,18 @@ impl fmt::Debug for Context {
 
 impl Context {
     fn from_dev(dev: Dev, fallback: Option<String>) -> Self {
-        Self { inner: Arc::new(CtxInner { dev, registry: Registry::default(), fallback }) }
+        static NEXT_SIM_DOMAIN: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(1);
+        let domain = match dev {
+            Dev::Cuda(_) => 0,
+            Dev::Sim(_) => NEXT_SIM_DOMAIN.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+        };
+        Self { inner: Arc::new(CtxInner { dev, domain, registry: Registry::default(), fallback }) }
+    }
+
+    /// `Err(CaptureActive)` if an active capture prohibits synchronous calls from here.
+    #[inline]
+    pub(crate) fn fail_fast(&self, op: &'static str, site: crate::error::CallSite) -> Result<()> {
+        crate::registry::fail_fast::check(self.inner.domain, op, site)
     }
 
     /// Opens CUDA device `ordinal` (its primary context).
@@ -116,15 +130,19 @@ impl Context {
 
     /// Blocks until all work on every stream of the context is done (`cuCtxSynchronize`).
     ///
-    /// This is a context-wide operation, outside the stream type-state: called while a
-    /// stream of this context is capturing, it fails and **invalidates that capture** (as on
-    /// real hardware); the capture's `finish()` then names this call as the cause.
+    /// This is a context-wide operation, outside the stream type-state. While a Global-mode
+    /// capture (or a ThreadLocal-mode one on this thread) is active it is refused with
+    /// [`Error::CaptureActive`] without calling the driver. During a Relaxed-mode capture the
+    /// driver is called: it fails and **invalidates that capture** (as on real hardware), and
+    /// the capture's `finish()` names this call as the cause.
     ///
     /// # Errors
-    /// [`Error::Driver`] (`CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED` during a capture).
+    /// [`Error::CaptureActive`]; [`Error::Driver`] (`CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED`
+    /// during a Relaxed-mode capture).
     #[track_caller]
     pub fn synchronize(&self) -> Result<()> {
         let site = crate::error::CallSite::caller();
+        self.fail_fast("Context::synchronize", site)?;
         self.inner.b().ctx_synchronize().map_err(|code| self.fail("Context::synchronize", site, code))
     }
 

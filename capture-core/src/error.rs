@@ -261,6 +261,21 @@ pub enum Error {
         what: &'static str,
     },
 
+    /// A synchronous operation was refused because a capture that prohibits it is active
+    /// (a Global-mode capture anywhere in the process, or a ThreadLocal-mode capture on this
+    /// thread). The driver was not called, and the capture is intact.
+    #[error("{op} was refused: capture #{capture} ({mode:?} mode, begun at {began_at}) is active, and this synchronous operation would invalidate it (or hang on some systems); do it before `capture()` or after `finish()`, or capture in `CaptureMode::Relaxed`")]
+    CaptureActive {
+        /// The refused operation and where it was issued.
+        op: OpSite,
+        /// The active capture's id.
+        capture: u64,
+        /// Its mode.
+        mode: crate::device::CaptureMode,
+        /// Where it began.
+        began_at: CallSite,
+    },
+
     /// The capture was invalidated by an illegal operation.
     #[error("the capture was invalidated{}: {code}; nothing was recorded into a graph. Move that operation before `capture()` or after `finish()`; the stream is idle again and usable", cause_text(cause))]
     CaptureInvalidated {
@@ -295,6 +310,31 @@ pub enum Error {
         buffer_capture: u64,
         /// Where it was used.
         used_in: String,
+    },
+
+    /// A workspace was asked of a sealed pool (or during capture) that was not allocated
+    /// beforehand.
+    #[error("workspace `{name}` ({bytes} bytes) requested at {site} was not allocated before {}: request it once on an idle stream before sealing the pool and capturing", if *capturing { "the capture began" } else { "the pool was sealed" })]
+    PoolSealed {
+        /// The workspace's name.
+        name: String,
+        /// Bytes asked for.
+        bytes: usize,
+        /// Where.
+        site: CallSite,
+        /// Whether the request came from a capturing stream.
+        capturing: bool,
+    },
+
+    /// A pool workspace exists with another type or length.
+    #[error("workspace `{name}` exists as {have} but {want} was asked for: use one name per buffer shape")]
+    WorkspaceMismatch {
+        /// The workspace's name.
+        name: String,
+        /// What it is.
+        have: String,
+        /// What was asked.
+        want: String,
     },
 
     /// The capture recorded nothing.

@@ -142,6 +142,7 @@ impl<'s, 'a> CaptureGuard<'s, 'a> {
                 Error::Driver { op: "cuStreamBeginCapture", code }
             });
         }
+        crate::registry::fail_fast::register(idle.ctx.inner.domain, id, opts.mode, site);
         let book = Rc::new(RefCell::new(CaptureBook {
             id,
             mode: opts.mode,
@@ -190,6 +191,7 @@ impl<'s, 'a> CaptureGuard<'s, 'a> {
             }
         }
         let outcome = b.end_capture(raw);
+        crate::registry::fail_fast::unregister(ctx.inner.domain, self.id());
         let entry = ctx.reg().end(self.id(), b);
         let mut book = self.cap.ext.borrow_mut();
         for s in book.pooled.drain(..) {

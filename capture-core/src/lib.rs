@@ -111,10 +111,12 @@ mod graph;
 mod guard;
 pub mod kernels;
 mod module;
+mod pool;
 pub mod ptx;
 mod raw;
 mod registry;
 mod report;
+mod scalar;
 mod state;
 mod stream;
 
@@ -127,7 +129,9 @@ pub use event::Event;
 pub use graph::Graph;
 pub use guard::{AllocPolicy, AllocRecord, CaptureGuard, CaptureOptions, GraphUpdate};
 pub use module::{Kernel, KernelArg, KernelArgs, LaunchConfig, Module, MAX_KERNEL_ARGS};
+pub use pool::CapturePool;
 pub use report::CaptureReport;
+pub use scalar::DeviceScalar;
 pub use state::{
     BeginCapture, Capturing, Free, Idle, ManagedAlloc, PinnedAlloc, Query, Records, StreamState, SyncAlloc, SyncCopy,
     Synchronize,

@@ -130,3 +130,79 @@ impl Registry {
         std::mem::take(&mut self.lock().abandoned)
     }
 }
+
+/// The process-wide record of captures that prohibit synchronous calls: every Global-mode
+/// capture (for all threads) and every ThreadLocal-mode capture (for its own thread). While
+/// one is active, this crate's synchronous operations return [`Error::CaptureActive`]
+/// instead of calling the driver — which would fail and invalidate the capture, or on some
+/// systems hang.
+///
+/// The simulated device is its own "process": each simulated context has its own domain,
+/// so simulated captures never block work on other simulated devices (or the GPU).
+pub(crate) mod fail_fast {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Mutex;
+    use std::thread::ThreadId;
+
+    use crate::device::CaptureMode;
+    use crate::error::{CallSite, Error, OpSite};
+
+    struct Active {
+        domain: usize,
+        capture: u64,
+        mode: CaptureMode,
+        thread: ThreadId,
+        began_at: CallSite,
+    }
+
+    static COUNT: AtomicUsize = AtomicUsize::new(0);
+    static ACTIVE: Mutex<Vec<Active>> = Mutex::new(Vec::new());
+
+    fn lock() -> std::sync::MutexGuard<'static, Vec<Active>> {
+        ACTIVE.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub(crate) fn register(domain: usize, capture: u64, mode: CaptureMode, began_at: CallSite) {
+        if mode == CaptureMode::Relaxed {
+            return;
+        }
+        lock().push(Active { domain, capture, mode, thread: std::thread::current().id(), began_at });
+        COUNT.fetch_add(1, Ordering::Release);
+    }
+
+    pub(crate) fn unregister(domain: usize, capture: u64) {
+        let mut g = lock();
+        if let Some(i) = g.iter().position(|a| a.domain == domain && a.capture == capture) {
+            g.remove(i);
+            COUNT.fetch_sub(1, Ordering::Release);
+        }
+    }
+
+    /// `Err(CaptureActive)` if a capture in `domain` prohibits a synchronous call from this
+    /// thread. One atomic load when none is active.
+    #[inline]
+    pub(crate) fn check(domain: usize, op: &'static str, site: CallSite) -> Result<(), Error> {
+        if COUNT.load(Ordering::Acquire) == 0 {
+            return Ok(());
+        }
+        let me = std::thread::current().id();
+        let g = lock();
+        let hit = g.iter().find(|a| {
+            a.domain == domain
+                && match a.mode {
+                    CaptureMode::Global => true,
+                    CaptureMode::ThreadLocal => a.thread == me,
+                    CaptureMode::Relaxed => false,
+                }
+        });
+        match hit {
+            None => Ok(()),
+            Some(a) => Err(Error::CaptureActive {
+                op: OpSite { op, site },
+                capture: a.capture,
+                mode: a.mode,
+                began_at: a.began_at,
+            }),
+        }
+    }
+}

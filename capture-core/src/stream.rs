@@ -257,6 +257,7 @@ impl<S: StreamState> Stream<S> {
     where
         S: SyncAlloc,
     {
+        self.ctx.fail_fast("Stream::alloc_zeros", CallSite::caller())?;
         let site = CallSite::caller();
         let buf = self.alloc_inner::<T>("Stream::alloc_zeros", site, len)?;
         self.run("Stream::alloc_zeros", site, |b, s| {
@@ -276,7 +277,19 @@ impl<S: StreamState> Stream<S> {
     where
         S: SyncAlloc,
     {
+        self.ctx.fail_fast("Stream::alloc_uninit", CallSite::caller())?;
         self.alloc_inner::<T>("Stream::alloc_uninit", CallSite::caller(), len)
+    }
+
+    /// `alloc_zeros` without the state bound, for [`CapturePool`](crate::CapturePool), which
+    /// checks the state itself.
+    pub(crate) fn alloc_zeros_any<T: Pod>(&self, len: usize, site: CallSite) -> Result<DeviceBuffer<T>> {
+        let buf = self.alloc_inner::<T>("CapturePool::workspace", site, len)?;
+        self.run("CapturePool::workspace", site, |b, s| {
+            b.stream_synchronize(s)?;
+            b.memset_d8(buf.ptr, 0, buf.num_bytes())
+        })?;
+        Ok(buf)
     }
 
     fn alloc_inner<T: Pod>(&self, op: &'static str, site: CallSite, len: usize) -> Result<DeviceBuffer<T>> {
@@ -295,6 +308,7 @@ impl<S: StreamState> Stream<S> {
     where
         S: SyncAlloc,
     {
+        self.ctx.fail_fast("Stream::upload_new", CallSite::caller())?;
         let site = CallSite::caller();
         let buf = self.alloc_inner::<T>("Stream::upload_new", site, data.len())?;
         self.run("Stream::upload_new", site, |b, _| b.memcpy_htod(buf.ptr, bytemuck::cast_slice(data)))?;
@@ -310,6 +324,7 @@ impl<S: StreamState> Stream<S> {
     where
         S: PinnedAlloc,
     {
+        self.ctx.fail_fast("Stream::alloc_pinned", CallSite::caller())?;
         let site = CallSite::caller();
         let bytes = byte_len::<T>("Stream::alloc_pinned", len)?;
         let p = self.run("Stream::alloc_pinned", site, |b, _| b.host_alloc(bytes))?;
@@ -328,6 +343,7 @@ impl<S: StreamState> Stream<S> {
     where
         S: ManagedAlloc,
     {
+        self.ctx.fail_fast("Stream::alloc_managed", CallSite::caller())?;
         let site = CallSite::caller();
         let op = "Stream::alloc_managed";
         let bytes = byte_len::<T>(op, len)?;
@@ -350,6 +366,7 @@ impl<S: StreamState> Stream<S> {
     where
         S: SyncCopy,
     {
+        self.ctx.fail_fast("Stream::upload", CallSite::caller())?;
         let site = CallSite::caller();
         self.check_ctx("Stream::upload", "buffer", &dst.ctx)?;
         if dst.len != src.len() {
@@ -370,6 +387,7 @@ impl<S: StreamState> Stream<S> {
     where
         S: SyncCopy,
     {
+        self.ctx.fail_fast("Stream::download", CallSite::caller())?;
         let mut v = vec![T::zeroed(); src.len];
         self.download_into_at(src, &mut v, CallSite::caller())?;
         Ok(v)
@@ -384,6 +402,7 @@ impl<S: StreamState> Stream<S> {
     where
         S: SyncCopy,
     {
+        self.ctx.fail_fast("Stream::download_into", CallSite::caller())?;
         self.download_into_at(src, dst, CallSite::caller())
     }
 
@@ -407,6 +426,7 @@ impl<S: StreamState> Stream<S> {
     where
         S: SyncCopy,
     {
+        self.ctx.fail_fast("Stream::read_managed", CallSite::caller())?;
         let site = CallSite::caller();
         self.check_ctx("Stream::read_managed", "buffer", &buf.ctx)?;
         self.run("Stream::read_managed", site, |b, s| b.stream_synchronize(s))?;
@@ -424,6 +444,7 @@ impl<S: StreamState> Stream<S> {
     where
         S: SyncCopy,
     {
+        self.ctx.fail_fast("Stream::write_managed", CallSite::caller())?;
         let site = CallSite::caller();
         self.check_ctx("Stream::write_managed", "buffer", &buf.ctx)?;
         if src.len() != buf.len {
@@ -444,6 +465,7 @@ impl<S: StreamState> Stream<S> {
     where
         S: SyncCopy,
     {
+        self.ctx.fail_fast("Stream::memset_sync", CallSite::caller())?;
         let site = CallSite::caller();
         self.check_ctx("Stream::memset_sync", "buffer", &buf.ctx)?;
         self.run("Stream::memset_sync", site, |b, s| {
@@ -461,6 +483,7 @@ impl<S: StreamState> Stream<S> {
     where
         S: Synchronize,
     {
+        self.ctx.fail_fast("Stream::synchronize", CallSite::caller())?;
         self.run("Stream::synchronize", CallSite::caller(), |b, s| b.stream_synchronize(s))
     }
 
@@ -473,6 +496,7 @@ impl<S: StreamState> Stream<S> {
     where
         S: Query,
     {
+        self.ctx.fail_fast("Stream::query", CallSite::caller())?;
         self.run("Stream::query", CallSite::caller(), |b, s| b.stream_query(s))
     }
 
@@ -485,6 +509,7 @@ impl<S: StreamState> Stream<S> {
     where
         S: Query,
     {
+        self.ctx.fail_fast("Stream::event_complete", CallSite::caller())?;
         self.run("Stream::event_complete", CallSite::caller(), |b, _| b.event_query(event.raw))
     }
 
@@ -497,6 +522,7 @@ impl<S: StreamState> Stream<S> {
     where
         S: Synchronize,
     {
+        self.ctx.fail_fast("Stream::wait_for_event", CallSite::caller())?;
         self.run("Stream::wait_for_event", CallSite::caller(), |b, _| b.event_synchronize(event.raw))
     }
 
@@ -509,6 +535,7 @@ impl<S: StreamState> Stream<S> {
     where
         S: Synchronize,
     {
+        self.ctx.fail_fast("Stream::elapsed_ms", CallSite::caller())?;
         self.run("Stream::elapsed_ms", CallSite::caller(), |b, _| {
             b.event_synchronize(end.raw)?;
             b.event_elapsed_ms(start.raw, end.raw)
@@ -525,6 +552,7 @@ impl<S: StreamState> Stream<S> {
     where
         S: Free,
     {
+        self.ctx.fail_fast("Stream::free", CallSite::caller())?;
         let site = CallSite::caller();
         self.check_ctx("Stream::free", "buffer", &buf.ctx)?;
         let p = buf.ptr;

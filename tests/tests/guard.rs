@@ -125,46 +125,73 @@ on_both!(capture_scope_finishes, |ctx: Context| {
     assert_eq!(f.stream.download(&x).unwrap()[0], 6.0);
 });
 
-on_both!(context_synchronize_invalidates_and_is_named, |ctx: Context| {
-    for mode in [CaptureMode::Global, CaptureMode::ThreadLocal, CaptureMode::Relaxed] {
+on_both!(context_synchronize_invalidates_relaxed_capture_and_is_named, |ctx: Context| {
+    // In Relaxed mode the library lets the call through to the driver, which fails it and
+    // invalidates the capture (in Global/ThreadLocal mode it is refused up front: see
+    // `fail_fast_*` below).
+    let mut f = Fixture::new(ctx).unwrap();
+    let x = f.stream.upload_new(&vec![1.0f32; N]).unwrap();
+    let mut g = f.stream.capture_with(CaptureOptions::new().mode(CaptureMode::Relaxed)).unwrap();
+    g.launch(&f.incr, cfg(), (&x, N as u32)).unwrap();
+    let e = f.ctx.synchronize().unwrap_err();
+    assert_eq!(e.driver_code(), Some(DriverCode::STREAM_CAPTURE_UNSUPPORTED), "{e}");
+    // Later work on the invalidated capture fails too.
+    assert!(g.launch(&f.incr, cfg(), (&x, N as u32)).is_err());
+    let err = g.finish().unwrap_err();
+    match &err {
+        Error::CaptureInvalidated { cause: Some(c), code } => {
+            assert_eq!(c.op, "Context::synchronize");
+            assert!(c.site.file.ends_with("guard.rs"));
+            assert_eq!(*code, DriverCode::STREAM_CAPTURE_INVALIDATED);
+        }
+        other => panic!("expected CaptureInvalidated with a cause, got {other}"),
+    }
+    let msg = err.to_string();
+    assert!(msg.contains("Context::synchronize") && msg.contains("before `capture()`"), "{msg}");
+    stream_works(&mut f);
+    assert_eq!(f.stream.download(&x).unwrap()[0], 1.0);
+});
+
+on_both!(fail_fast_refuses_sync_calls_during_global_and_thread_local_capture, |ctx: Context| {
+    for mode in [CaptureMode::Global, CaptureMode::ThreadLocal] {
         let mut f = Fixture::new(ctx.clone()).unwrap();
+        let mut other = ctx.new_stream().unwrap();
         let x = f.stream.upload_new(&vec![1.0f32; N]).unwrap();
         let mut g = f.stream.capture_with(CaptureOptions::new().mode(mode)).unwrap();
         g.launch(&f.incr, cfg(), (&x, N as u32)).unwrap();
-        let e = f.ctx.synchronize().unwrap_err();
-        assert_eq!(e.driver_code(), Some(DriverCode::STREAM_CAPTURE_UNSUPPORTED), "{mode:?}: {e}");
-        // Later work on the invalidated capture fails too.
-        assert!(g.launch(&f.incr, cfg(), (&x, N as u32)).is_err());
-        let err = g.finish().unwrap_err();
-        match &err {
-            Error::CaptureInvalidated { cause: Some(c), code } => {
-                assert_eq!(c.op, "Context::synchronize", "{mode:?}");
-                assert!(c.site.file.ends_with("guard.rs"));
-                assert_eq!(*code, DriverCode::STREAM_CAPTURE_INVALIDATED);
+        let refused = [
+            f.ctx.synchronize().unwrap_err(),
+            other.alloc_zeros::<f32>(16).map(|_| ()).unwrap_err(),
+            other.alloc_pinned::<f32>(16).map(|_| ()).unwrap_err(),
+            other.upload(&x, &vec![0.0; N]).unwrap_err(),
+            other.download(&x).map(|_| ()).unwrap_err(),
+            other.synchronize().unwrap_err(),
+            other.query().map(|_| ()).unwrap_err(),
+        ];
+        for e in &refused {
+            match e {
+                Error::CaptureActive { capture, mode: m, began_at, .. } => {
+                    assert_eq!(*capture, g.id());
+                    assert_eq!(*m, mode);
+                    assert!(began_at.file.ends_with("guard.rs"));
+                }
+                other => panic!("{mode:?}: expected CaptureActive, got {other}"),
             }
-            other => panic!("{mode:?}: expected CaptureInvalidated with a cause, got {other}"),
         }
-        let msg = err.to_string();
-        assert!(msg.contains("Context::synchronize") && msg.contains("before `capture()`"), "{msg}");
-        stream_works(&mut f);
-        assert_eq!(f.stream.download(&x).unwrap()[0], 1.0);
+        assert!(refused[1].to_string().contains("Stream::alloc_zeros"), "{}", refused[1]);
+        // The driver was never called: the capture is intact and finishes.
+        g.launch(&f.incr, cfg(), (&x, N as u32)).unwrap();
+        let (graph, report) = g.finish().unwrap();
+        assert_eq!(report.nodes.kernels, 2);
+        graph.launch(&mut f.stream).unwrap();
+        assert_eq!(f.stream.download(&x).unwrap()[0], 3.0);
     }
 });
 
-on_both!(sync_alloc_on_another_stream_invalidates_global_capture, |ctx: Context| {
+on_both!(relaxed_capture_allows_sync_alloc_elsewhere, |ctx: Context| {
     let mut f = Fixture::new(ctx.clone()).unwrap();
     let mut other = ctx.new_stream().unwrap();
     let x = f.stream.upload_new(&vec![1.0f32; N]).unwrap();
-    let mut g = f.stream.capture().unwrap();
-    g.launch(&f.incr, cfg(), (&x, N as u32)).unwrap();
-    let e = other.alloc_zeros::<f32>(16).unwrap_err();
-    assert_eq!(e.driver_code(), Some(DriverCode::STREAM_CAPTURE_UNSUPPORTED), "{e}");
-    match g.finish().unwrap_err() {
-        Error::CaptureInvalidated { cause: Some(c), .. } => assert_eq!(c.op, "Stream::alloc_zeros"),
-        other => panic!("expected CaptureInvalidated, got {other}"),
-    }
-    stream_works(&mut f);
-    // In Relaxed mode the same allocation is allowed and the capture survives.
     let mut g = f.stream.capture_with(CaptureOptions::new().mode(CaptureMode::Relaxed)).unwrap();
     g.launch(&f.incr, cfg(), (&x, N as u32)).unwrap();
     let extra = other.alloc_zeros::<f32>(16).unwrap();

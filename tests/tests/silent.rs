@@ -2,18 +2,29 @@
 //! during a capture — a synchronous copy, a kernel — runs once, now, returns success and is
 //! not in the graph. The report names each such operation.
 
-use capture_core::{Context, LaunchConfig};
+use capture_core::{CaptureMode, CaptureOptions, Context, Error, LaunchConfig};
 use capture_tests::{on_both, Fixture};
 
 const N: usize = 256;
 
+on_both!(sync_copy_on_another_stream_is_refused_during_global_capture, |ctx: Context| {
+    let mut f = Fixture::new(ctx.clone()).unwrap();
+    let mut other = ctx.new_stream().unwrap();
+    let input = f.stream.alloc_zeros::<f32>(N).unwrap();
+    let g = f.stream.capture().unwrap();
+    let e = other.upload(&input, &vec![5.0f32; N]).unwrap_err();
+    assert!(matches!(e, Error::CaptureActive { .. }), "{e}");
+    drop(g);
+});
+
 on_both!(sync_copy_on_another_stream_runs_now_and_is_not_replayed, |ctx: Context| {
+    // Relaxed mode lets the copy through: it runs once, now, and is not in the graph.
     let mut f = Fixture::new(ctx.clone()).unwrap();
     let mut other = ctx.new_stream().unwrap();
     let input = f.stream.alloc_zeros::<f32>(N).unwrap();
     let out = f.stream.alloc_zeros::<f32>(N).unwrap();
     let cfg = LaunchConfig::for_num_elems(N as u32);
-    let mut g = f.stream.capture().unwrap();
+    let mut g = f.stream.capture_with(CaptureOptions::new().mode(CaptureMode::Relaxed)).unwrap();
     other.upload(&input, &vec![5.0f32; N]).unwrap(); // returns OK, runs now
     g.launch(&f.add, cfg, (&input, &input, &out, N as u32)).unwrap();
     let (graph, report) = g.finish().unwrap();
