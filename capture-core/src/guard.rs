@@ -35,6 +35,9 @@ pub struct CaptureOptions {
     pub mode: CaptureMode,
     /// The allocation policy (default [`AllocPolicy::Warn`]).
     pub alloc_policy: AllocPolicy,
+    /// A watchdog deadline: a capture open longer than this is reported (a log warning
+    /// naming the last operation it recorded, and [`CaptureReport::watchdog`]). Default none.
+    pub deadline: Option<std::time::Duration>,
 }
 
 impl CaptureOptions {
@@ -45,6 +48,11 @@ impl CaptureOptions {
     /// Sets the capture mode.
     pub fn mode(mut self, mode: CaptureMode) -> Self {
         self.mode = mode;
+        self
+    }
+    /// Sets a watchdog deadline.
+    pub fn deadline(mut self, deadline: std::time::Duration) -> Self {
+        self.deadline = Some(deadline);
         self
     }
     /// Sets the allocation policy.
@@ -94,6 +102,8 @@ pub struct CaptureBook {
     pub(crate) forks: Vec<(CallSite, RawStream, bool)>,
     pub(crate) pooled: Vec<RawStream>,
     pub(crate) events: Vec<Event>,
+    pub(crate) deadline: Option<std::time::Duration>,
+    pub(crate) watch: Option<std::sync::Arc<crate::watchdog::Watch>>,
 }
 
 /// Shared handle to a capture's book.
@@ -157,6 +167,8 @@ impl<'s, 'a> CaptureGuard<'s, 'a> {
             forks: Vec::new(),
             pooled: Vec::new(),
             events: Vec::new(),
+            deadline: opts.deadline,
+            watch: opts.deadline.map(|d| crate::watchdog::watch(id, site, d)),
         }));
         let cap = Stream::with_ext(idle.ctx.clone(), idle.raw, Owner::View, book);
         Ok(Self { idle, cap, done: false })
@@ -165,6 +177,11 @@ impl<'s, 'a> CaptureGuard<'s, 'a> {
     /// The capturing stream.
     pub fn stream(&mut self) -> &mut Stream<Capturing<'a>> {
         &mut self.cap
+    }
+
+    /// Whether the watchdog has reported this capture as past its deadline.
+    pub fn watchdog_fired(&self) -> bool {
+        self.cap.ext.borrow().watch.as_ref().is_some_and(|w| w.fired_after().is_some())
     }
 
     /// This capture's id (unique within its context).
@@ -194,6 +211,9 @@ impl<'s, 'a> CaptureGuard<'s, 'a> {
         crate::registry::fail_fast::unregister(ctx.inner.domain, self.id());
         let entry = ctx.reg().end(self.id(), b);
         let mut book = self.cap.ext.borrow_mut();
+        if let Some(w) = &book.watch {
+            crate::watchdog::unwatch(w);
+        }
         for s in book.pooled.drain(..) {
             ctx.reg().return_spare_stream(s);
         }
@@ -203,14 +223,21 @@ impl<'s, 'a> CaptureGuard<'s, 'a> {
             Err(c) if c.is_capture_error() => failures.first().cloned().or_else(|| book.invalidated_by.clone()),
             _ => None,
         };
+        let duration = book.started.elapsed();
+        let watchdog = book.deadline.map(|deadline| crate::report::WatchdogReport {
+            deadline,
+            exceeded: duration > deadline,
+            fired_after: book.watch.as_ref().and_then(|w| w.fired_after()),
+        });
         let report = CaptureReport {
+            watchdog,
             capture_id: book.id,
             mode: book.mode,
             began_at: book.began_at,
             operations: book.ops,
             nodes: Default::default(),
             allocations: book.allocations.clone(),
-            duration: book.started.elapsed(),
+            duration,
             invalidated_by,
             last_op: book.last_op.clone(),
             ran_eagerly: eager,

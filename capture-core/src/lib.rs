@@ -119,6 +119,7 @@ mod report;
 mod scalar;
 mod state;
 mod stream;
+mod watchdog;
 
 pub use buffer::{DeviceBuffer, GraphBuffer, ManagedBuffer, PinnedBuffer};
 pub use capture_macros::capturable;
@@ -130,7 +131,7 @@ pub use graph::Graph;
 pub use guard::{AllocPolicy, AllocRecord, CaptureGuard, CaptureOptions, GraphUpdate};
 pub use module::{Kernel, KernelArg, KernelArgs, LaunchConfig, Module, MAX_KERNEL_ARGS};
 pub use pool::CapturePool;
-pub use report::CaptureReport;
+pub use report::{CaptureReport, WatchdogReport};
 pub use scalar::DeviceScalar;
 pub use state::{
     BeginCapture, Capturing, Free, Idle, ManagedAlloc, PinnedAlloc, Query, Records, StreamState, SyncAlloc, SyncCopy,

@@ -37,6 +37,19 @@ pub struct CaptureReport {
     pub outcome: Option<DriverCode>,
     /// Dropped without `finish()`.
     pub abandoned: bool,
+    /// The watchdog's verdict, when the capture had a deadline.
+    pub watchdog: Option<WatchdogReport>,
+}
+
+/// What the watchdog saw of a capture with a deadline.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct WatchdogReport {
+    /// The deadline.
+    pub deadline: Duration,
+    /// Whether the capture stayed open longer than it.
+    pub exceeded: bool,
+    /// When the watchdog thread reported it (while the capture was still open), if it did.
+    pub fired_after: Option<Duration>,
 }
 
 impl CaptureReport {
@@ -77,6 +90,14 @@ impl fmt::Display for CaptureReport {
             writeln!(f, "    {} bytes by `{}` at {}", a.bytes, a.op, a.site)?;
         }
         writeln!(f, "  duration:     {:.3?}", self.duration)?;
+        if let Some(w) = &self.watchdog {
+            if w.exceeded {
+                writeln!(f, "  watchdog:     open longer than its {:.2?} deadline", w.deadline)?;
+                if let Some(op) = &self.last_op {
+                    writeln!(f, "    last operation: {op}")?;
+                }
+            }
+        }
         if let Some(c) = &self.invalidated_by {
             writeln!(f, "  invalidated by {c}")?;
         }

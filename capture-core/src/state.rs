@@ -84,6 +84,9 @@ impl StreamState for Capturing<'_> {
     fn on_op(ext: &Book, _: &Context, op: &'static str, site: CallSite) {
         let mut b = ext.borrow_mut();
         b.ops += 1;
+        if let Some(w) = &b.watch {
+            w.note(OpSite { op, site });
+        }
         b.last_op = Some(OpSite { op, site });
     }
     fn on_fail(ext: &Book, ctx: &Context, op: &'static str, site: CallSite, code: DriverCode) -> Error {

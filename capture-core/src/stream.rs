@@ -333,8 +333,12 @@ impl<S: StreamState> Stream<S> {
         Ok(buf)
     }
 
-    /// Allocates `len` zeroed elements of managed memory. Never asks for more than the
-    /// device has free.
+    /// Allocates `len` zeroed elements of managed (unified) memory, with its preferred
+    /// location set to the GPU and the CPU advised as an accessor. Never asks for more than
+    /// the device has free (asking for more can hang the GPU on some systems). Use it on the
+    /// device like a [`DeviceBuffer`] (it dereferences to one); move it ahead of use with
+    /// [`prefetch_to_device`](Stream::prefetch_to_device); read and write it from the host
+    /// with [`read_managed`](Self::read_managed)/[`write_managed`](Self::write_managed).
     ///
     /// # Errors
     /// [`Error::ZeroSizedAllocation`], [`Error::AllocationTooLarge`], [`Error::Driver`].
@@ -354,6 +358,11 @@ impl<S: StreamState> Stream<S> {
         let p = self.run(op, site, |b, _| b.managed_alloc(bytes))?;
         let buf = ManagedBuffer { buf: DeviceBuffer::from_raw(self.ctx.clone(), p, len) };
         self.ctx.b().host_write(buf.host_ptr(), 0, &vec![0u8; bytes]);
+        // Lives on the GPU; mapped for the CPU, so host access reads it in place.
+        self.run(op, site, |b, _| {
+            b.mem_advise(p, bytes, crate::device::Advice::PreferDevice)?;
+            b.mem_advise(p, bytes, crate::device::Advice::AccessedByHost)
+        })?;
         Ok(buf)
     }
 
@@ -650,6 +659,29 @@ impl Stream<Idle> {
         self.check_size(op, bytes)?;
         let p = self.run(op, site, |b, s| b.mem_alloc_async(bytes, s))?;
         Ok(DeviceBuffer::from_raw(self.ctx.clone(), p, len))
+    }
+
+    /// Migrates a managed buffer to the GPU ahead of use, in stream order
+    /// (`cuMemPrefetchAsync`).
+    ///
+    /// # Errors
+    /// [`Error::ContextMismatch`], [`Error::Driver`].
+    #[track_caller]
+    pub fn prefetch_to_device<T>(&mut self, buf: &ManagedBuffer<T>) -> Result<()> {
+        let site = CallSite::caller();
+        self.check_ctx("Stream::prefetch_to_device", "buffer", &buf.ctx)?;
+        self.run("Stream::prefetch_to_device", site, |b, s| b.mem_prefetch_async(buf.ptr, buf.num_bytes(), true, s))
+    }
+
+    /// Migrates a managed buffer to host memory, in stream order.
+    ///
+    /// # Errors
+    /// [`Error::ContextMismatch`], [`Error::Driver`].
+    #[track_caller]
+    pub fn prefetch_to_host<T>(&mut self, buf: &ManagedBuffer<T>) -> Result<()> {
+        let site = CallSite::caller();
+        self.check_ctx("Stream::prefetch_to_host", "buffer", &buf.ctx)?;
+        self.run("Stream::prefetch_to_host", site, |b, s| b.mem_prefetch_async(buf.ptr, buf.num_bytes(), false, s))
     }
 
     /// A second stream whose work starts after everything queued here so far.

@@ -98,6 +98,15 @@ pub struct NodeCounts {
     pub other: usize,
 }
 
+/// Advice for a managed range.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Advice {
+    /// Preferred location: this context's device.
+    PreferDevice,
+    /// Accessed by the host (CPU) too: mapped there, so host access does not migrate it.
+    AccessedByHost,
+}
+
 /// Kernel launch geometry and parameter bytes (each argument in one 8-byte slot).
 pub(crate) struct LaunchParams<'p> {
     pub grid: (u32, u32, u32),
@@ -130,6 +139,8 @@ pub(crate) trait Backend: Send + Sync + 'static {
     fn host_free(&self, p: HostPtr) -> Result<(), DriverCode>;
     fn managed_alloc(&self, bytes: usize) -> Result<DevPtr, DriverCode>;
 
+    fn mem_advise(&self, p: DevPtr, bytes: usize, advice: Advice) -> Result<(), DriverCode>;
+    fn mem_prefetch_async(&self, p: DevPtr, bytes: usize, to_device: bool, s: RawStream) -> Result<(), DriverCode>;
     /// Copy host bytes into a pinned/managed host-visible allocation (a plain host write).
     fn host_write(&self, dst: HostPtr, offset: usize, src: &[u8]);
     /// Copy a pinned/managed host-visible allocation's bytes out (a plain host read).

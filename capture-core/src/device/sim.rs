@@ -44,8 +44,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::ThreadId;
 
 use super::{
-    Backend, CaptureMode, CaptureStatus, DevPtr, DeviceKind, HostPtr, LaunchParams, NodeCounts, RawEvent, RawExec,
-    RawFunction, RawGraph, RawModule, RawStream,
+    Advice, Backend, CaptureMode, CaptureStatus, DevPtr, DeviceKind, HostPtr, LaunchParams, NodeCounts, RawEvent,
+    RawExec, RawFunction, RawGraph, RawModule, RawStream,
 };
 use crate::error::DriverCode;
 use crate::ptx::{self, KernelSignature};
@@ -507,6 +507,24 @@ impl Backend for SimDevice {
             return Err(DriverCode::OUT_OF_MEMORY);
         }
         Ok(DevPtr(st.mem.alloc(bytes, AllocKind::Managed)))
+    }
+    fn mem_advise(&self, p: DevPtr, bytes: usize, _advice: Advice) -> Result<(), DriverCode> {
+        let st = self.st();
+        match st.mem.allocs.get(&p.0) {
+            Some(a) if a.kind == AllocKind::Managed && bytes <= a.data.len() => Ok(()),
+            _ => Err(DriverCode::INVALID_VALUE),
+        }
+    }
+    fn mem_prefetch_async(&self, p: DevPtr, bytes: usize, _to_device: bool, s: RawStream) -> Result<(), DriverCode> {
+        let st = self.st();
+        if !st.streams.contains_key(&s.0) {
+            return Err(DriverCode::INVALID_HANDLE);
+        }
+        // Host memory is the only memory: a prefetch has nothing to move.
+        match st.mem.allocs.get(&p.0) {
+            Some(a) if a.kind == AllocKind::Managed && bytes <= a.data.len() => Ok(()),
+            _ => Err(DriverCode::INVALID_VALUE),
+        }
     }
     fn host_write(&self, dst: HostPtr, offset: usize, src: &[u8]) {
         // The safe layer checks bounds first; an error here would be a bug in it.

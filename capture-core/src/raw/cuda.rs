@@ -15,8 +15,8 @@ use cudarc::driver::CudaContext;
 
 use super as raw;
 use crate::device::{
-    Backend, CaptureMode, CaptureStatus, DevPtr, DeviceKind, HostPtr, LaunchParams, NodeCounts, RawEvent, RawExec,
-    RawFunction, RawGraph, RawModule, RawStream,
+    Advice, Backend, CaptureMode, CaptureStatus, DevPtr, DeviceKind, HostPtr, LaunchParams, NodeCounts, RawEvent,
+    RawExec, RawFunction, RawGraph, RawModule, RawStream,
 };
 use crate::error::{DriverCode, Error, Result};
 
@@ -135,6 +135,22 @@ impl Backend for CudaBackend {
         self.bind()?;
         // SAFETY: module invariant (handles live, sizes checked by the caller).
         unsafe { raw::managed_alloc(bytes) }.map(DevPtr)
+    }
+    fn mem_advise(&self, p: DevPtr, bytes: usize, advice: Advice) -> Result<(), DriverCode> {
+        self.bind()?;
+        let dev = i32::try_from(self.ctx.ordinal()).map_err(|_| DriverCode::INVALID_DEVICE)?;
+        let (preferred, to) = match advice {
+            Advice::PreferDevice => (true, Some(dev)),
+            Advice::AccessedByHost => (false, None),
+        };
+        // SAFETY: module invariant (handles live, sizes checked by the caller).
+        unsafe { raw::mem_advise(p.0, bytes, preferred, to) }
+    }
+    fn mem_prefetch_async(&self, p: DevPtr, bytes: usize, to_device: bool, s: RawStream) -> Result<(), DriverCode> {
+        self.bind()?;
+        let dev = i32::try_from(self.ctx.ordinal()).map_err(|_| DriverCode::INVALID_DEVICE)?;
+        // SAFETY: module invariant (handles live, sizes checked by the caller).
+        unsafe { raw::mem_prefetch_async(p.0, bytes, to_device.then_some(dev), s.0) }
     }
     fn host_write(&self, dst: HostPtr, offset: usize, src: &[u8]) {
         // SAFETY: module invariant (handles live, sizes checked by the caller).

@@ -453,3 +453,34 @@ pub(crate) unsafe fn graph_exec_update(e: usize, g: usize) -> R<bool> {
         other => Err(DriverCode(other as u32)),
     }
 }
+
+fn location(to_device: Option<i32>) -> sys::CUmemLocation {
+    match to_device {
+        Some(id) => sys::CUmemLocation { type_: sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE, id },
+        None => sys::CUmemLocation { type_: sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_HOST, id: 0 },
+    }
+}
+
+/// Advises the driver about a managed range: `preferred` sets the preferred location,
+/// otherwise "accessed by"; `to_device` names the device ordinal, `None` the host.
+///
+/// # Safety
+/// `ptr..ptr+bytes` must be a live managed allocation.
+pub(crate) unsafe fn mem_advise(ptr: u64, bytes: usize, preferred: bool, to_device: Option<i32>) -> R<()> {
+    let advice = if preferred {
+        sys::CUmem_advise::CU_MEM_ADVISE_SET_PREFERRED_LOCATION
+    } else {
+        sys::CUmem_advise::CU_MEM_ADVISE_SET_ACCESSED_BY
+    };
+    // SAFETY: forwarded to the caller; the location is passed by value.
+    code(unsafe { sys::cuMemAdvise_v2(ptr, bytes, advice, location(to_device)) })
+}
+
+/// Prefetches a managed range to a device (`Some(ordinal)`) or the host, in stream order.
+///
+/// # Safety
+/// The range must be a live managed allocation until the prefetch completes; `s` live.
+pub(crate) unsafe fn mem_prefetch_async(ptr: u64, bytes: usize, to_device: Option<i32>, s: usize) -> R<()> {
+    // SAFETY: forwarded to the caller.
+    code(unsafe { sys::cuMemPrefetchAsync_v2(ptr, bytes, location(to_device), 0, stream(s)) })
+}
