@@ -52,8 +52,24 @@ impl DriverCode {
     /// `CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD`.
     pub const STREAM_CAPTURE_WRONG_THREAD: Self = Self(908);
 
+    /// cuBLAS statuses are reported as `BLAS_STATUS_BASE | status`.
+    pub const BLAS_STATUS_BASE: u32 = 0x4000_0000;
+
     /// The driver's name for the code, where this crate knows it.
     pub fn name(self) -> &'static str {
+        if self.0 & Self::BLAS_STATUS_BASE != 0 {
+            return match self.0 & !Self::BLAS_STATUS_BASE {
+                1 => "CUBLAS_STATUS_NOT_INITIALIZED",
+                3 => "CUBLAS_STATUS_ALLOC_FAILED",
+                7 => "CUBLAS_STATUS_INVALID_VALUE",
+                8 => "CUBLAS_STATUS_ARCH_MISMATCH",
+                11 => "CUBLAS_STATUS_MAPPING_ERROR",
+                13 => "CUBLAS_STATUS_EXECUTION_FAILED",
+                14 => "CUBLAS_STATUS_INTERNAL_ERROR",
+                15 => "CUBLAS_STATUS_NOT_SUPPORTED",
+                _ => "CUBLAS_STATUS_UNKNOWN",
+            };
+        }
         match self.0 {
             0 => "CUDA_SUCCESS",
             1 => "CUDA_ERROR_INVALID_VALUE",
@@ -335,6 +351,13 @@ pub enum Error {
         have: String,
         /// What was asked.
         want: String,
+    },
+
+    /// A GEMM whose shapes do not fit its buffers.
+    #[error("invalid GEMM: {reason}")]
+    InvalidGemm {
+        /// What does not fit.
+        reason: String,
     },
 
     /// The capture recorded nothing.

@@ -102,6 +102,8 @@
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
+#[cfg(feature = "cublas")]
+mod blas;
 mod buffer;
 mod context;
 pub mod device;
@@ -121,6 +123,8 @@ mod state;
 mod stream;
 mod watchdog;
 
+#[cfg(feature = "cublas")]
+pub use blas::{Blas, Transpose};
 pub use buffer::{DeviceBuffer, GraphBuffer, ManagedBuffer, PinnedBuffer};
 pub use capture_macros::capturable;
 pub use context::Context;

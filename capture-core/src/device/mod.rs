@@ -107,6 +107,25 @@ pub(crate) enum Advice {
     AccessedByHost,
 }
 
+/// A column-major single-precision GEMM: `C = alpha * op(A) * op(B) + beta * C`.
+#[derive(Copy, Clone, Debug)]
+#[cfg_attr(not(feature = "cublas"), allow(dead_code))]
+pub(crate) struct Gemm {
+    pub trans_a: bool,
+    pub trans_b: bool,
+    pub m: i32,
+    pub n: i32,
+    pub k: i32,
+    pub alpha: f32,
+    pub a: DevPtr,
+    pub lda: i32,
+    pub b: DevPtr,
+    pub ldb: i32,
+    pub beta: f32,
+    pub c: DevPtr,
+    pub ldc: i32,
+}
+
 /// Kernel launch geometry and parameter bytes (each argument in one 8-byte slot).
 pub(crate) struct LaunchParams<'p> {
     pub grid: (u32, u32, u32),
@@ -168,6 +187,18 @@ pub(crate) trait Backend: Send + Sync + 'static {
     fn module_unload(&self, m: RawModule) -> Result<(), DriverCode>;
     fn module_function(&self, m: RawModule, name: &str) -> Result<RawFunction, DriverCode>;
     fn launch(&self, f: RawFunction, p: LaunchParams<'_>, s: RawStream) -> Result<(), DriverCode>;
+
+    /// Creates a BLAS handle.
+    #[cfg(feature = "cublas")]
+    fn blas_create(&self) -> Result<usize, DriverCode>;
+    #[cfg(feature = "cublas")]
+    fn blas_destroy(&self, h: usize) -> Result<(), DriverCode>;
+    /// Binds the handle to `s` with workspace `ws` (`bytes`).
+    #[cfg(feature = "cublas")]
+    fn blas_bind(&self, h: usize, s: RawStream, ws: DevPtr, bytes: usize) -> Result<(), DriverCode>;
+    /// A GEMM on the handle's bound stream.
+    #[cfg(feature = "cublas")]
+    fn blas_sgemm(&self, h: usize, s: RawStream, ws: DevPtr, bytes: usize, g: &Gemm) -> Result<(), DriverCode>;
 
     fn begin_capture(&self, s: RawStream, mode: CaptureMode) -> Result<(), DriverCode>;
     /// Ends the capture. Ok(None) when the driver returns no graph.

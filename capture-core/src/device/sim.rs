@@ -249,6 +249,8 @@ struct State {
     execs: HashMap<usize, Arc<Vec<Node>>>,
     kernels: HashMap<String, HostKernel>,
     unmodelled: HashSet<String>,
+    #[cfg_attr(not(feature = "cublas"), allow(dead_code))]
+    blas: HashSet<usize>,
 }
 
 impl State {
@@ -339,12 +341,41 @@ impl fmt::Debug for SimDevice {
     }
 }
 
+/// The kernel name under which the simulated device records a cuBLAS SGEMM.
+const SGEMM: &str = "cublasSgemm";
+
+/// Column-major `C = alpha * op(A) * op(B) + beta * C`, as cuBLAS computes it.
+fn sgemm_host(c: &mut KernelCall<'_>) -> Result<(), KernelFault> {
+    let (ta, tb) = (c.slot(0)? != 0, c.slot(1)? != 0);
+    let (m, n, k) = (c.slot(2)? as usize, c.slot(3)? as usize, c.slot(4)? as usize);
+    let alpha = c.f32(5)?;
+    let (lda, ldb, beta, ldc) = (c.slot(7)? as usize, c.slot(9)? as usize, c.f32(10)?, c.slot(12)? as usize);
+    let a: Vec<f32> = c.read(c.ptr(6)?, lda * if ta { m } else { k })?;
+    let b: Vec<f32> = c.read(c.ptr(8)?, ldb * if tb { k } else { n })?;
+    let mut out: Vec<f32> = c.read(c.ptr(11)?, ldc * n)?;
+    for j in 0..n {
+        for i in 0..m {
+            let mut acc = 0.0f32;
+            for p in 0..k {
+                let av = if ta { a[p + i * lda] } else { a[i + p * lda] };
+                let bv = if tb { b[j + p * ldb] } else { b[p + j * ldb] };
+                acc += av * bv;
+            }
+            let o = &mut out[i + j * ldc];
+            *o = alpha * acc + if beta == 0.0 { 0.0 } else { beta * *o };
+        }
+    }
+    c.write(c.ptr(11)?, &out)
+}
+
 /// The simulated device's memory size: an H100's 80 GiB.
 pub const SIM_TOTAL_MEM: usize = 80 << 30;
 
 impl SimDevice {
     pub(crate) fn new() -> Self {
-        Self { state: Mutex::new(State::default()), total: SIM_TOTAL_MEM }
+        let sim = Self { state: Mutex::new(State::default()), total: SIM_TOTAL_MEM };
+        sim.register_kernel(SGEMM, sgemm_host);
+        sim
     }
 
     fn st(&self) -> MutexGuard<'_, State> {
@@ -676,6 +707,51 @@ impl Backend for SimDevice {
         let name = st.functions.get(&f.0).ok_or(DriverCode::INVALID_HANDLE)?.clone();
         let node = Node::Kernel { name, grid: p.grid, block: p.block, slots: p.slots.to_vec() };
         st.record_or_run(s.0, node)
+    }
+
+    #[cfg(feature = "cublas")]
+    fn blas_create(&self) -> Result<usize, DriverCode> {
+        let mut st = self.st();
+        let h = st.handle();
+        st.blas.insert(h);
+        Ok(h)
+    }
+    #[cfg(feature = "cublas")]
+    fn blas_destroy(&self, h: usize) -> Result<(), DriverCode> {
+        if self.st().blas.remove(&h) {
+            Ok(())
+        } else {
+            Err(DriverCode(DriverCode::BLAS_STATUS_BASE | 1))
+        }
+    }
+    #[cfg(feature = "cublas")]
+    fn blas_bind(&self, h: usize, s: RawStream, _ws: DevPtr, _bytes: usize) -> Result<(), DriverCode> {
+        let st = self.st();
+        if !st.blas.contains(&h) || !st.streams.contains_key(&s.0) {
+            return Err(DriverCode(DriverCode::BLAS_STATUS_BASE | 1));
+        }
+        Ok(())
+    }
+    #[cfg(feature = "cublas")]
+    fn blas_sgemm(&self, h: usize, s: RawStream, ws: DevPtr, bytes: usize, g: &super::Gemm) -> Result<(), DriverCode> {
+        self.blas_bind(h, s, ws, bytes)?;
+        let slots = vec![
+            u64::from(g.trans_a),
+            u64::from(g.trans_b),
+            g.m as u64,
+            g.n as u64,
+            g.k as u64,
+            u64::from(g.alpha.to_bits()),
+            g.a.0,
+            g.lda as u64,
+            g.b.0,
+            g.ldb as u64,
+            u64::from(g.beta.to_bits()),
+            g.c.0,
+            g.ldc as u64,
+        ];
+        let node = Node::Kernel { name: SGEMM.to_owned(), grid: (1, 1, 1), block: (1, 1, 1), slots };
+        self.st().record_or_run(s.0, node)
     }
 
     fn begin_capture(&self, s: RawStream, mode: CaptureMode) -> Result<(), DriverCode> {

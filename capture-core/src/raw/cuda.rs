@@ -257,6 +257,46 @@ impl Backend for CudaBackend {
         unsafe { raw::launch(f.0, p.grid, p.block, p.shared_mem_bytes, s.0, p.slots) }
     }
 
+    #[cfg(feature = "cublas")]
+    fn blas_create(&self) -> Result<usize, DriverCode> {
+        self.bind()?;
+        if !raw::blas::present() {
+            return Err(DriverCode(DriverCode::BLAS_STATUS_BASE | 1));
+        }
+        // SAFETY: context bound; the library is present.
+        unsafe { raw::blas::create() }
+    }
+    #[cfg(feature = "cublas")]
+    fn blas_destroy(&self, h: usize) -> Result<(), DriverCode> {
+        self.bind()?;
+        // SAFETY: module invariant (handles live, sizes checked by the caller).
+        unsafe { raw::blas::destroy(h) }
+    }
+    #[cfg(feature = "cublas")]
+    fn blas_bind(&self, h: usize, s: RawStream, ws: DevPtr, bytes: usize) -> Result<(), DriverCode> {
+        self.bind()?;
+        // SAFETY: module invariant (handles live, sizes checked by the caller).
+        unsafe { raw::blas::bind(h, s.0, ws.0, bytes) }
+    }
+    #[cfg(feature = "cublas")]
+    fn blas_sgemm(
+        &self,
+        h: usize,
+        s: RawStream,
+        ws: DevPtr,
+        bytes: usize,
+        g: &crate::device::Gemm,
+    ) -> Result<(), DriverCode> {
+        self.bind()?;
+        // SAFETY: module invariant (handles live, sizes checked by the caller). The handle is
+        // bound to `s` first so the GEMM is ordered on it; binding a stream resets cuBLAS's
+        // workspace to its own pool (which allocates), so the workspace is set again after.
+        unsafe {
+            raw::blas::bind(h, s.0, ws.0, bytes)?;
+            raw::blas::sgemm(h, g)
+        }
+    }
+
     fn begin_capture(&self, s: RawStream, mode: CaptureMode) -> Result<(), DriverCode> {
         self.bind()?;
         // SAFETY: module invariant (handles live, sizes checked by the caller).

@@ -9,6 +9,8 @@
 
 #![allow(unsafe_code)]
 
+#[cfg(feature = "cublas")]
+pub(crate) mod blas;
 pub(crate) mod cuda;
 
 use std::ffi::{c_void, CString};

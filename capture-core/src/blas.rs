@@ -1,0 +1,164 @@
+//! `Blas`: a cuBLAS handle bound to a stream with its workspace set before capture, so a
+//! GEMM recorded into a graph allocates nothing (feature `cublas`).
+
+use std::cell::Cell;
+use std::fmt;
+use std::marker::PhantomData;
+
+use crate::buffer::DeviceBuffer;
+use crate::device::Gemm;
+use crate::error::{CallSite, Error, Result};
+use crate::state::{Idle, Records};
+use crate::stream::Stream;
+
+/// A cuBLAS handle with its own pre-allocated workspace.
+///
+/// cuBLAS allocates a workspace on first use unless given one; inside a capture that
+/// allocation invalidates it (or hangs on some systems). `Blas::new` allocates the workspace
+/// on an idle stream and binds it, so GEMMs issued on a capturing stream record kernel
+/// nodes only. The handle is borrowed by graphs that use it (its workspace is read at
+/// every replay). Not `Sync`: a cuBLAS handle is used from one thread at a time.
+///
+/// ```
+/// # use capture_core::*;
+/// # fn main() -> Result<()> {
+/// # let ctx = Context::simulated();
+/// let mut stream = ctx.new_stream()?;
+/// let blas = Blas::new(&mut stream, Blas::DEFAULT_WORKSPACE)?;
+/// let a = stream.upload_new(&[1.0f32, 2.0, 3.0, 4.0])?; // 2x2, column-major
+/// let c = stream.alloc_zeros::<f32>(4)?;
+/// let mut g = stream.capture()?;
+/// blas.sgemm(g.stream(), Transpose::No, Transpose::No, (2, 2, 2), 1.0, (&a, 2), (&a, 2), 0.0, (&c, 2))?;
+/// let (graph, report) = g.finish()?;
+/// assert_eq!(report.nodes.mem_alloc, 0);
+/// graph.launch(&mut stream)?;
+/// assert_eq!(stream.download(&c)?, vec![7.0, 10.0, 15.0, 22.0]);
+/// # Ok(()) }
+/// ```
+pub struct Blas {
+    handle: usize,
+    workspace: DeviceBuffer<u8>,
+    _not_sync: PhantomData<Cell<()>>,
+}
+
+/// Whether a GEMM operand is used as stored or transposed.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Transpose {
+    /// As stored.
+    No,
+    /// Transposed.
+    Yes,
+}
+
+impl fmt::Debug for Blas {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Blas(workspace {} bytes)", self.workspace.len())
+    }
+}
+
+fn dim(name: &str, v: usize) -> Result<i32> {
+    i32::try_from(v)
+        .map_err(|_| Error::InvalidGemm { reason: format!("{name} = {v} does not fit cuBLAS's 32-bit int") })
+}
+
+fn fits(name: &str, buf: &DeviceBuffer<f32>, ld: usize, rows: usize, cols: usize) -> Result<()> {
+    if ld < rows.max(1) {
+        return Err(Error::InvalidGemm {
+            reason: format!("leading dimension of {name} is {ld}, less than its {rows} rows"),
+        });
+    }
+    let need = ld.checked_mul(cols.saturating_sub(1)).and_then(|x| x.checked_add(rows)).unwrap_or(usize::MAX);
+    if need > buf.len() {
+        return Err(Error::InvalidGemm {
+            reason: format!(
+                "{name} is {rows}x{cols} with leading dimension {ld}: needs {need} elements, its buffer has {}",
+                buf.len()
+            ),
+        });
+    }
+    Ok(())
+}
+
+impl Blas {
+    /// cuBLAS's recommended workspace on Hopper: 32 MiB.
+    pub const DEFAULT_WORKSPACE: usize = 32 << 20;
+
+    /// Creates a handle bound to `stream` with a workspace of `workspace_bytes`.
+    ///
+    /// # Errors
+    /// [`Error::Driver`] with a `CUBLAS_STATUS_*` code when cuBLAS cannot be loaded or
+    /// initialised; allocation errors.
+    pub fn new(stream: &mut Stream<Idle>, workspace_bytes: usize) -> Result<Self> {
+        let workspace = stream.alloc_zeros::<u8>(workspace_bytes)?;
+        let b = stream.context().b();
+        let handle = b.blas_create().map_err(|code| Error::Driver { op: "cublasCreate", code })?;
+        let blas = Self { handle, workspace, _not_sync: PhantomData };
+        b.blas_bind(handle, stream.raw, blas.workspace.ptr, workspace_bytes)
+            .map_err(|code| Error::Driver { op: "cublasSetWorkspace", code })?;
+        Ok(blas)
+    }
+
+    /// `C = alpha * op(A) * op(B) + beta * C` in single precision, column-major, on
+    /// `stream` — eagerly, or recorded into the graph when it is capturing. `mnk` is
+    /// `(m, n, k)`: op(A) is m x k, op(B) is k x n, C is m x n; each matrix comes with its
+    /// leading dimension. The shapes are checked against the buffers first.
+    ///
+    /// # Errors
+    /// [`Error::InvalidGemm`], [`Error::ContextMismatch`], [`Error::Driver`].
+    #[allow(clippy::too_many_arguments)]
+    #[track_caller]
+    pub fn sgemm<'a, S: Records<'a>>(
+        &'a self,
+        stream: &mut Stream<S>,
+        trans_a: Transpose,
+        trans_b: Transpose,
+        mnk: (usize, usize, usize),
+        alpha: f32,
+        a: (&'a DeviceBuffer<f32>, usize),
+        b: (&'a DeviceBuffer<f32>, usize),
+        beta: f32,
+        c: (&'a DeviceBuffer<f32>, usize),
+    ) -> Result<()> {
+        let site = CallSite::caller();
+        let (m, n, k) = mnk;
+        let (ta, tb) = (trans_a == Transpose::Yes, trans_b == Transpose::Yes);
+        for buf in [a.0, b.0, c.0] {
+            if !buf.ctx.same(stream.context()) {
+                return Err(Error::ContextMismatch { op: "Blas::sgemm", what: "matrix" });
+            }
+        }
+        if !self.workspace.ctx.same(stream.context()) {
+            return Err(Error::ContextMismatch { op: "Blas::sgemm", what: "cuBLAS handle" });
+        }
+        let (ra, ca) = if ta { (k, m) } else { (m, k) };
+        let (rb, cb) = if tb { (n, k) } else { (k, n) };
+        fits("A", a.0, a.1, ra, ca)?;
+        fits("B", b.0, b.1, rb, cb)?;
+        fits("C", c.0, c.1, m, n)?;
+        let g = Gemm {
+            trans_a: ta,
+            trans_b: tb,
+            m: dim("m", m)?,
+            n: dim("n", n)?,
+            k: dim("k", k)?,
+            alpha,
+            a: a.0.ptr,
+            lda: dim("lda", a.1)?,
+            b: b.0.ptr,
+            ldb: dim("ldb", b.1)?,
+            beta,
+            c: c.0.ptr,
+            ldc: dim("ldc", c.1)?,
+        };
+        let ws = (self.workspace.ptr, self.workspace.len());
+        stream.run("Blas::sgemm", site, |bk, s| bk.blas_sgemm(self.handle, s, ws.0, ws.1, &g))
+    }
+}
+
+impl Drop for Blas {
+    fn drop(&mut self) {
+        if let Err(code) = self.workspace.ctx.b().blas_destroy(self.handle) {
+            log::error!("capture-core: destroying a cuBLAS handle failed: {code}");
+        }
+    }
+}
