@@ -130,19 +130,18 @@ impl Context {
 
     /// Blocks until all work on every stream of the context is done (`cuCtxSynchronize`).
     ///
-    /// This is a context-wide operation, outside the stream type-state. While a Global-mode
-    /// capture (or a ThreadLocal-mode one on this thread) is active it is refused with
-    /// [`Error::CaptureActive`] without calling the driver. During a Relaxed-mode capture the
-    /// driver is called: it fails and **invalidates that capture** (as on real hardware), and
-    /// the capture's `finish()` names this call as the cause.
+    /// This is a context-wide operation, outside the stream type-state. On an H100 it fails
+    /// and invalidates the capture whenever any stream of the context is capturing, in every
+    /// mode and from any thread; so while a capture is active it is refused with
+    /// [`Error::CaptureActive`] without calling the driver, and the capture stays intact.
     ///
     /// # Errors
-    /// [`Error::CaptureActive`]; [`Error::Driver`] (`CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED`
-    /// during a Relaxed-mode capture).
+    /// [`Error::CaptureActive`]; [`Error::Driver`].
     #[track_caller]
     pub fn synchronize(&self) -> Result<()> {
         let site = crate::error::CallSite::caller();
-        self.fail_fast("Context::synchronize", site)?;
+        // The driver refuses it during any capture of the context, from any thread.
+        crate::registry::fail_fast::check_any(self.inner.domain, "Context::synchronize", site)?;
         self.inner.b().ctx_synchronize().map_err(|code| self.fail("Context::synchronize", site, code))
     }
 

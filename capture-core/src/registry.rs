@@ -131,8 +131,10 @@ impl Registry {
     }
 }
 
-/// The process-wide record of captures that prohibit synchronous calls: every Global-mode
-/// capture (for all threads) and every ThreadLocal-mode capture (for its own thread). While
+/// The process-wide record of active captures and the synchronous calls they prohibit: a
+/// Global-mode capture for all threads, a ThreadLocal-mode capture for its own thread, and
+/// every capture (any mode, any thread) for context synchronize, as measured on an H100
+/// (`docs/probe/`). While
 /// one is active, this crate's synchronous operations return [`Error::CaptureActive`]
 /// instead of calling the driver — which would fail and invalidate the capture, or on some
 /// systems hang.
@@ -163,9 +165,6 @@ pub(crate) mod fail_fast {
     }
 
     pub(crate) fn register(domain: usize, capture: u64, mode: CaptureMode, began_at: CallSite) {
-        if mode == CaptureMode::Relaxed {
-            return;
-        }
         lock().push(Active { domain, capture, mode, thread: std::thread::current().id(), began_at });
         COUNT.fetch_add(1, Ordering::Release);
     }
@@ -179,9 +178,20 @@ pub(crate) mod fail_fast {
     }
 
     /// `Err(CaptureActive)` if a capture in `domain` prohibits a synchronous call from this
-    /// thread. One atomic load when none is active.
+    /// thread (Global: any thread; ThreadLocal: its own). One atomic load when none is active.
     #[inline]
     pub(crate) fn check(domain: usize, op: &'static str, site: CallSite) -> Result<(), Error> {
+        check_with(domain, op, site, false)
+    }
+
+    /// As [`check`], for calls the driver refuses during *any* capture, from any thread, in
+    /// every mode (context synchronize).
+    #[inline]
+    pub(crate) fn check_any(domain: usize, op: &'static str, site: CallSite) -> Result<(), Error> {
+        check_with(domain, op, site, true)
+    }
+
+    fn check_with(domain: usize, op: &'static str, site: CallSite, any_mode: bool) -> Result<(), Error> {
         if COUNT.load(Ordering::Acquire) == 0 {
             return Ok(());
         }
@@ -189,11 +199,12 @@ pub(crate) mod fail_fast {
         let g = lock();
         let hit = g.iter().find(|a| {
             a.domain == domain
-                && match a.mode {
-                    CaptureMode::Global => true,
-                    CaptureMode::ThreadLocal => a.thread == me,
-                    CaptureMode::Relaxed => false,
-                }
+                && (any_mode
+                    || match a.mode {
+                        CaptureMode::Global => true,
+                        CaptureMode::ThreadLocal => a.thread == me,
+                        CaptureMode::Relaxed => false,
+                    })
         });
         match hit {
             None => Ok(()),

@@ -125,31 +125,53 @@ on_both!(capture_scope_finishes, |ctx: Context| {
     assert_eq!(f.stream.download(&x).unwrap()[0], 6.0);
 });
 
-on_both!(context_synchronize_invalidates_relaxed_capture_and_is_named, |ctx: Context| {
-    // In Relaxed mode the library lets the call through to the driver, which fails it and
-    // invalidates the capture (in Global/ThreadLocal mode it is refused up front: see
-    // `fail_fast_*` below).
-    let mut f = Fixture::new(ctx).unwrap();
+on_both!(illegal_operation_invalidates_and_is_named, |ctx: Context| {
+    // Querying an event recorded inside the capture fails and invalidates it in every mode
+    // (measured on the H100). In Relaxed mode the library lets the query reach the driver
+    // (in Global/ThreadLocal mode it is refused up front: see `fail_fast_*` below).
+    let mut f = Fixture::new(ctx.clone()).unwrap();
+    let mut other = ctx.new_stream().unwrap();
+    let ev = capture_core::Event::new(&ctx).unwrap();
     let x = f.stream.upload_new(&vec![1.0f32; N]).unwrap();
     let mut g = f.stream.capture_with(CaptureOptions::new().mode(CaptureMode::Relaxed)).unwrap();
     g.launch(&f.incr, cfg(), (&x, N as u32)).unwrap();
-    let e = f.ctx.synchronize().unwrap_err();
-    assert_eq!(e.driver_code(), Some(DriverCode::STREAM_CAPTURE_UNSUPPORTED), "{e}");
+    g.record_event(&ev).unwrap();
+    let e = other.event_complete(&ev).unwrap_err();
+    assert_eq!(e.driver_code(), Some(DriverCode::CAPTURED_EVENT), "{e}");
     // Later work on the invalidated capture fails too.
     assert!(g.launch(&f.incr, cfg(), (&x, N as u32)).is_err());
     let err = g.finish().unwrap_err();
     match &err {
         Error::CaptureInvalidated { cause: Some(c), code } => {
-            assert_eq!(c.op, "Context::synchronize");
+            assert_eq!(c.op, "Stream::event_complete");
             assert!(c.site.file.ends_with("guard.rs"));
             assert_eq!(*code, DriverCode::STREAM_CAPTURE_INVALIDATED);
         }
         other => panic!("expected CaptureInvalidated with a cause, got {other}"),
     }
     let msg = err.to_string();
-    assert!(msg.contains("Context::synchronize") && msg.contains("before `capture()`"), "{msg}");
+    assert!(msg.contains("Stream::event_complete") && msg.contains("before `capture()`"), "{msg}");
     stream_works(&mut f);
     assert_eq!(f.stream.download(&x).unwrap()[0], 1.0);
+});
+
+on_both!(context_synchronize_is_refused_during_any_capture, |ctx: Context| {
+    for mode in [CaptureMode::Global, CaptureMode::ThreadLocal, CaptureMode::Relaxed] {
+        let mut f = Fixture::new(ctx.clone()).unwrap();
+        let x = f.stream.upload_new(&vec![1.0f32; N]).unwrap();
+        let mut g = f.stream.capture_with(CaptureOptions::new().mode(mode)).unwrap();
+        g.launch(&f.incr, cfg(), (&x, N as u32)).unwrap();
+        // From this thread and from another: the driver would fail it in every mode.
+        let e = f.ctx.synchronize().unwrap_err();
+        assert!(matches!(e, Error::CaptureActive { .. }), "{mode:?}: {e}");
+        let ctx2 = f.ctx.clone();
+        let e = std::thread::spawn(move || ctx2.synchronize()).join().unwrap().unwrap_err();
+        assert!(matches!(e, Error::CaptureActive { .. }), "{mode:?} (other thread): {e}");
+        let (graph, _) = g.finish().unwrap();
+        graph.launch(&mut f.stream).unwrap();
+        f.ctx.synchronize().unwrap();
+        assert_eq!(f.stream.download(&x).unwrap()[0], 2.0);
+    }
 });
 
 on_both!(fail_fast_refuses_sync_calls_during_global_and_thread_local_capture, |ctx: Context| {

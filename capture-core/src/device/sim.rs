@@ -4,14 +4,20 @@
 //! # What it models
 //! - **Capture state machine** per stream: none → active → (invalidated) → ended, with the
 //!   Global / ThreadLocal / Relaxed modes and the capturing thread.
-//! - **Loud operations** — stream synchronize, stream query, context synchronize, and event
-//!   query/synchronize on an event recorded inside a capture — fail with
-//!   `CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED` (`CUDA_ERROR_CAPTURED_EVENT` for events) and
-//!   invalidate the capture, in every mode.
-//! - **Prohibited calls** — synchronous, managed and pinned allocation, and synchronous and
-//!   pinned frees — fail with `CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED` and invalidate every
-//!   capture that prohibits them: any Global-mode capture, and a ThreadLocal-mode capture
-//!   begun on the calling thread. Relaxed-mode captures allow them.
+//! - **Loud operations** — synchronize or query of the capturing stream, context synchronize
+//!   (from any thread), and event query/synchronize on an event recorded inside a capture —
+//!   fail with `CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED` (`CUDA_ERROR_CAPTURED_EVENT` for
+//!   events) and invalidate the capture, in every mode. A capturing stream waiting on an
+//!   event recorded outside the capture fails with `CUDA_ERROR_STREAM_CAPTURE_ISOLATION` and
+//!   invalidates it.
+//! - **Prohibited calls** — synchronous, managed and pinned allocation, synchronous and
+//!   pinned frees, and synchronize/query of *another* stream or of an ordinary event — fail
+//!   with `CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED` and invalidate every capture that prohibits
+//!   them: any Global-mode capture, and a ThreadLocal-mode capture begun on the calling
+//!   thread. Relaxed-mode captures allow them.
+//! - **Graph frees** — `cuMemFreeAsync` on a capturing stream of memory the capture did not
+//!   allocate fails with `CUDA_ERROR_INVALID_VALUE`, is not recorded, and leaves the capture
+//!   valid.
 //! - **Silent operations** — synchronous copies and memsets, and work on a stream that is not
 //!   capturing — run *now*, return success, and are not recorded: every replay then misses
 //!   them, exactly the stale-data bug real hardware has. (The library's report names them.)
@@ -34,7 +40,9 @@
 //! - Graph memory nodes are backed by host memory reserved at capture time and kept until
 //!   the graph is destroyed; their contents persist between replays (on hardware they may
 //!   not — do not rely on either).
-//! - The legacy NULL stream, stream priorities, peer access, multiple devices, cooperative
+//! - Operations this crate never issues: host-function nodes, async copies from pageable
+//!   host memory, the legacy NULL stream and blocking streams (on which synchronous copies
+//!   fail with `CUDA_ERROR_STREAM_CAPTURE_IMPLICIT`), stream priorities, peer access, multiple devices, cooperative
 //!   launches, graph update, conditional nodes and child-graph nodes.
 //! - Sticky errors: an illegal address fails the one operation, not the whole context.
 
@@ -445,11 +453,17 @@ impl Backend for SimDevice {
     }
     fn stream_synchronize(&self, s: RawStream) -> Result<(), DriverCode> {
         let mut st = self.st();
+        if !st.streams.contains_key(&s.0) {
+            return Err(DriverCode::INVALID_HANDLE);
+        }
         if let Some(cap) = st.active_capture_of(s.0) {
+            // The capturing stream itself: fails and invalidates in every mode.
             st.invalidate(cap);
             return Err(DriverCode::STREAM_CAPTURE_UNSUPPORTED);
         }
-        st.streams.get(&s.0).map(|_| ()).ok_or(DriverCode::INVALID_HANDLE)
+        // Another stream: a "potentially unsafe" call (Global: any thread; ThreadLocal: the
+        // capturing thread).
+        st.prohibited()
     }
     fn stream_query(&self, s: RawStream) -> Result<bool, DriverCode> {
         self.stream_synchronize(s).map(|()| true)
@@ -508,11 +522,18 @@ impl Backend for SimDevice {
     }
     fn mem_free_async(&self, p: DevPtr, s: RawStream) -> Result<(), DriverCode> {
         let mut st = self.st();
-        if st.active_capture_of(s.0).is_some() {
-            // Freed in the graph; the memory stays reserved until the graph is destroyed.
-            st.record(s.0, Node::MemFree).map(|_| ())
-        } else {
-            st.mem.free(p.0, &[AllocKind::Device])
+        match st.active_capture_of(s.0) {
+            Some(cap) => {
+                // Only memory this capture allocated can be freed in its graph; anything else
+                // is INVALID_VALUE, not recorded, and the capture stays valid.
+                let owned = st.captures.get(&cap).is_some_and(|c| c.graph_allocs.contains(&p.0));
+                if !owned {
+                    return Err(DriverCode::INVALID_VALUE);
+                }
+                // Freed in the graph; the memory stays reserved until the graph is destroyed.
+                st.record(s.0, Node::MemFree).map(|_| ())
+            }
+            None => st.mem.free(p.0, &[AllocKind::Device]),
         }
     }
     fn host_alloc(&self, bytes: usize) -> Result<HostPtr, DriverCode> {
@@ -626,9 +647,11 @@ impl Backend for SimDevice {
             return Err(DriverCode::INVALID_HANDLE);
         }
         let Some((cap, recorded_by)) = captured else {
-            // Waiting on an ordinary (completed) event: nothing to do, or an edge in a capture.
-            if st.active_capture_of(s.0).is_some() {
-                st.record(s.0, Node::Event)?;
+            // A capturing stream cannot depend on work outside the capture: ISOLATION, and
+            // the capture is invalidated (every mode). Outside capture: nothing to wait for.
+            if let Some(mine) = st.active_capture_of(s.0) {
+                st.invalidate(mine);
+                return Err(DriverCode::STREAM_CAPTURE_ISOLATION);
             }
             return Ok(());
         };
@@ -667,11 +690,13 @@ impl Backend for SimDevice {
         let captured = st.events.get(&e.0).ok_or(DriverCode::INVALID_HANDLE)?.captured;
         if let Some((cap, _)) = captured {
             if st.captures.contains_key(&cap) {
+                // Recorded inside an active capture: fails and invalidates it in every mode.
                 st.invalidate(cap);
                 return Err(DriverCode::CAPTURED_EVENT);
             }
         }
-        Ok(())
+        // An ordinary event: a "potentially unsafe" call.
+        st.prohibited()
     }
     fn event_elapsed_ms(&self, start: RawEvent, end: RawEvent) -> Result<f32, DriverCode> {
         let st = self.st();
