@@ -6,6 +6,9 @@
 
 pub mod sim;
 
+#[cfg(test)]
+mod conformance;
+
 pub(crate) use crate::raw::cuda::CudaBackend;
 
 use crate::error::{DriverCode, Result};
