@@ -372,6 +372,10 @@ pub(crate) unsafe fn graph_nodes(g: usize) -> R<NodeCounts> {
     let mut n = 0usize;
     // SAFETY: a null node array asks only for the count, written to `n`.
     code(unsafe { sys::cuGraphGetNodes(graph, std::ptr::null_mut(), &mut n) })?;
+    if n == 0 {
+        // An array argument with a count of 0 is INVALID_VALUE: an empty graph has no nodes.
+        return Ok(NodeCounts::default());
+    }
     let mut nodes: Vec<sys::CUgraphNode> = vec![std::ptr::null_mut(); n];
     // SAFETY: `nodes` has room for `n` handles; the driver writes at most `n`.
     code(unsafe { sys::cuGraphGetNodes(graph, nodes.as_mut_ptr(), &mut n) })?;
