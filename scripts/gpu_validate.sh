@@ -57,7 +57,7 @@ case "${1:-suite}" in
     ;;
   examples)
     {
-      for e in 01_capture_and_replay 02_managed_memory soak; do
+      for e in 01_capture_and_replay 02_managed_memory 03_decode_loop soak; do
         echo "=== $e"
         timeout 300 ".device/examples/$e" || { echo "FAILED: $e"; fail=1; }
       done
