@@ -65,7 +65,14 @@ impl Module {
             .b()
             .module_function(self.inner.raw, name)
             .map_err(|code| Error::Driver { op: "cuModuleGetFunction", code })?;
-        Ok(Kernel { module: self.inner.clone(), raw, idx })
+        let params = &self.inner.sigs[idx].params;
+        let mut sizes = [0u8; MAX_KERNEL_ARGS];
+        for (s, p) in sizes.iter_mut().zip(params) {
+            *s = u8::try_from(p.bytes).unwrap_or(u8::MAX);
+        }
+        let launchable = params.len() <= MAX_KERNEL_ARGS && params.iter().all(|p| p.bytes <= 8);
+        let nparams = if launchable { params.len() } else { usize::MAX };
+        Ok(Kernel { module: self.inner.clone(), raw, idx, sizes, nparams })
     }
 }
 
@@ -75,6 +82,11 @@ pub struct Kernel {
     module: Arc<ModuleInner>,
     pub(crate) raw: RawFunction,
     idx: usize,
+    /// Parameter sizes in bytes, read from the PTX once, for the per-launch check.
+    sizes: [u8; MAX_KERNEL_ARGS],
+    /// Number of parameters, or `usize::MAX` when no launch can match (more than
+    /// `MAX_KERNEL_ARGS` parameters, or one wider than a slot); `check_args` then says why.
+    nparams: usize,
 }
 
 impl fmt::Debug for Kernel {
@@ -94,6 +106,14 @@ impl Kernel {
     }
     pub(crate) fn context(&self) -> &Context {
         &self.module.ctx
+    }
+
+    /// Whether packed arguments match the parameter list in number and sizes: the
+    /// per-launch check, against the sizes cached in the kernel. When it fails,
+    /// [`check_args`] builds the error.
+    #[inline]
+    pub(crate) fn args_match(&self, sizes: &[u8]) -> bool {
+        sizes.len() == self.nparams && sizes == &self.sizes[..sizes.len()]
     }
 }
 
@@ -141,36 +161,36 @@ pub struct ArgCx<'c> {
     pub(crate) capture: u64,
 }
 
-/// One packed kernel argument.
-#[doc(hidden)]
-#[derive(Copy, Clone, Debug)]
-pub struct ArgSlot {
-    pub(crate) bits: u64,
-    pub(crate) bytes: usize,
-    pub(crate) what: &'static str,
-}
-
 /// A value that can be passed to a kernel. Implemented for references to device buffers
 /// (passed as a device pointer, and borrowed for `'a`: by the graph, when captured) and for
 /// numeric scalars (passed by value).
 pub trait KernelArg<'a> {
+    /// The argument's bits (in the low bytes, little-endian) and size in bytes.
     #[doc(hidden)]
-    fn slot(&self, cx: &ArgCx<'_>) -> Result<ArgSlot>;
+    fn slot(&self, cx: &ArgCx<'_>) -> Result<(u64, u8)>;
+    /// What the argument is, for error messages.
+    #[doc(hidden)]
+    fn describe(&self) -> &'static str;
 }
 
 impl<'a, T> KernelArg<'a> for &'a DeviceBuffer<T> {
-    fn slot(&self, cx: &ArgCx<'_>) -> Result<ArgSlot> {
+    #[inline]
+    fn slot(&self, cx: &ArgCx<'_>) -> Result<(u64, u8)> {
         if !self.ctx.same(cx.ctx) {
             return Err(Error::ContextMismatch { op: "Stream::launch", what: "device buffer" });
         }
-        Ok(ArgSlot { bits: self.ptr.0, bytes: 8, what: "device pointer" })
+        Ok((self.ptr.0, 8))
+    }
+    fn describe(&self) -> &'static str {
+        "device pointer"
     }
 }
 
 // Graph memory belongs to the graph, not to the caller: no borrow for 'a is needed (and
 // none is taken, so the buffer can still be moved into `free_async`).
 impl<'a, T> KernelArg<'a> for &GraphBuffer<T> {
-    fn slot(&self, cx: &ArgCx<'_>) -> Result<ArgSlot> {
+    #[inline]
+    fn slot(&self, cx: &ArgCx<'_>) -> Result<(u64, u8)> {
         if self.capture != cx.capture || self.freed {
             let used_in = if cx.capture == 0 {
                 "an eager launch".to_owned()
@@ -181,18 +201,25 @@ impl<'a, T> KernelArg<'a> for &GraphBuffer<T> {
             };
             return Err(Error::ForeignGraphBuffer { buffer_capture: self.capture, used_in });
         }
-        Ok(ArgSlot { bits: self.ptr.0, bytes: 8, what: "graph buffer pointer" })
+        Ok((self.ptr.0, 8))
+    }
+    fn describe(&self) -> &'static str {
+        "graph buffer pointer"
     }
 }
 
 macro_rules! scalar_arg {
     ($($t:ty => $what:literal),* $(,)?) => {$(
         impl KernelArg<'_> for $t {
-            fn slot(&self, _: &ArgCx<'_>) -> Result<ArgSlot> {
+            #[inline]
+            fn slot(&self, _: &ArgCx<'_>) -> Result<(u64, u8)> {
                 let mut bits = [0u8; 8];
                 let b = self.to_le_bytes();
                 bits[..b.len()].copy_from_slice(&b);
-                Ok(ArgSlot { bits: u64::from_le_bytes(bits), bytes: b.len(), what: $what })
+                Ok((u64::from_le_bytes(bits), b.len() as u8))
+            }
+            fn describe(&self) -> &'static str {
+                $what
             }
         }
     )*};
@@ -205,18 +232,36 @@ pub const MAX_KERNEL_ARGS: usize = 12;
 
 /// A tuple of [`KernelArg`]s: `()`, `(a,)`, `(a, b)`, … up to twelve.
 pub trait KernelArgs<'a> {
+    /// Packs the arguments' bits and sizes; returns how many there are.
     #[doc(hidden)]
-    fn pack(&self, cx: &ArgCx<'_>, out: &mut [ArgSlot; MAX_KERNEL_ARGS]) -> Result<usize>;
+    fn pack(
+        &self,
+        cx: &ArgCx<'_>,
+        bits: &mut [u64; MAX_KERNEL_ARGS],
+        sizes: &mut [u8; MAX_KERNEL_ARGS],
+    ) -> Result<usize>;
+    /// What each argument is, for error messages.
+    #[doc(hidden)]
+    fn describe(&self) -> Vec<&'static str>;
 }
 
 macro_rules! tuple_args {
     ($($n:tt $name:ident),*) => {
         impl<'a, $($name: KernelArg<'a>),*> KernelArgs<'a> for ($($name,)*) {
             #[allow(unused_variables, unused_mut)]
-            fn pack(&self, cx: &ArgCx<'_>, out: &mut [ArgSlot; MAX_KERNEL_ARGS]) -> Result<usize> {
+            #[inline]
+            fn pack(
+                &self,
+                cx: &ArgCx<'_>,
+                bits: &mut [u64; MAX_KERNEL_ARGS],
+                sizes: &mut [u8; MAX_KERNEL_ARGS],
+            ) -> Result<usize> {
                 let mut i = 0;
-                $( out[i] = self.$n.slot(cx)?; i += 1; )*
+                $( (bits[i], sizes[i]) = self.$n.slot(cx)?; i += 1; )*
                 Ok(i)
+            }
+            fn describe(&self) -> Vec<&'static str> {
+                vec![$(self.$n.describe()),*]
             }
         }
     };
@@ -235,18 +280,16 @@ tuple_args!(0 A, 1 B, 2 C, 3 D, 4 E, 5 F, 6 G, 7 H, 8 I, 9 J);
 tuple_args!(0 A, 1 B, 2 C, 3 D, 4 E, 5 F, 6 G, 7 H, 8 I, 9 J, 10 K);
 tuple_args!(0 A, 1 B, 2 C, 3 D, 4 E, 5 F, 6 G, 7 H, 8 I, 9 J, 10 K, 11 L);
 
-/// Checks packed arguments against the kernel's PTX signature.
-pub(crate) fn check_args(kernel: &Kernel, args: &[ArgSlot]) -> Result<()> {
+/// The error for arguments that do not match the kernel's PTX signature (the slow path;
+/// launches check [`Kernel::args_match`] first).
+#[cold]
+pub(crate) fn mismatch(kernel: &Kernel, sizes: &[u8], what: &[&'static str]) -> Error {
     let sig = kernel.signature();
-    let ok = sig.params.len() == args.len() && sig.params.iter().zip(args).all(|(p, a)| p.bytes == a.bytes);
-    if ok {
-        return Ok(());
-    }
-    let given: Vec<String> = args.iter().map(|a| format!("{} ({} bytes)", a.what, a.bytes)).collect();
+    let given: Vec<String> = sizes.iter().zip(what).map(|(b, w)| format!("{w} ({b} bytes)")).collect();
     let expected: Vec<String> = sig.params.iter().map(|p| format!("{} ({} bytes)", p.ty, p.bytes)).collect();
-    Err(Error::ArgumentMismatch {
+    Error::ArgumentMismatch {
         kernel: sig.name.clone(),
         expected: format!("{} parameter(s): [{}]", expected.len(), expected.join(", ")),
         given: format!("{} argument(s): [{}]", given.len(), given.join(", ")),
-    })
+    }
 }

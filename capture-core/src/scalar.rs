@@ -7,7 +7,7 @@ use bytemuck::Pod;
 use crate::buffer::{DeviceBuffer, PinnedBuffer};
 use crate::error::{Error, Result};
 use crate::event::Event;
-use crate::module::{ArgCx, ArgSlot, KernelArg};
+use crate::module::{ArgCx, KernelArg};
 use crate::state::Idle;
 use crate::stream::Stream;
 
@@ -96,7 +96,11 @@ impl<T: Pod> DeviceScalar<T> {
 
 /// Passed to a kernel as the value's device address.
 impl<'a, T> KernelArg<'a> for &'a DeviceScalar<T> {
-    fn slot(&self, cx: &ArgCx<'_>) -> Result<ArgSlot> {
+    #[inline]
+    fn slot(&self, cx: &ArgCx<'_>) -> Result<(u64, u8)> {
         (&self.dev).slot(cx)
+    }
+    fn describe(&self) -> &'static str {
+        "device scalar pointer"
     }
 }

@@ -14,7 +14,7 @@ use crate::error::{CallSite, DriverCode, Error, Result};
 use crate::event::Event;
 use crate::graph::Graph;
 use crate::guard::{AllocRecord, CaptureGuard, CaptureOptions};
-use crate::module::{check_args, ArgCx, ArgSlot, Kernel, KernelArgs, LaunchConfig, MAX_KERNEL_ARGS};
+use crate::module::{mismatch, ArgCx, Kernel, KernelArgs, LaunchConfig, MAX_KERNEL_ARGS};
 use crate::registry::Deferred;
 use crate::report::CaptureReport;
 use crate::state::{
@@ -132,12 +132,11 @@ impl<S: StreamState> Stream<S> {
         self.check_ctx("Stream::launch", "kernel", kernel.context())?;
         cfg.validate()?;
         let cx = ArgCx { ctx: &self.ctx, capture: S::capture_id(&self.ext) };
-        let mut packed = [ArgSlot { bits: 0, bytes: 0, what: "" }; MAX_KERNEL_ARGS];
-        let n = args.pack(&cx, &mut packed)?;
-        check_args(kernel, &packed[..n])?;
         let mut slots = [0u64; MAX_KERNEL_ARGS];
-        for (s, a) in slots.iter_mut().zip(&packed[..n]) {
-            *s = a.bits;
+        let mut sizes = [0u8; MAX_KERNEL_ARGS];
+        let n = args.pack(&cx, &mut slots, &mut sizes)?;
+        if !kernel.args_match(&sizes[..n]) {
+            return Err(mismatch(kernel, &sizes[..n], &args.describe()));
         }
         let params = LaunchParams {
             grid: cfg.grid,
