@@ -208,10 +208,12 @@ impl Context {
         self.inner.registry.take_abandoned()
     }
 
+    #[inline]
     pub(crate) fn same(&self, other: &Context) -> bool {
         Arc::ptr_eq(&self.inner, &other.inner)
     }
 
+    #[inline]
     pub(crate) fn b(&self) -> &dyn Backend {
         self.inner.b()
     }

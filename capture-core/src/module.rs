@@ -104,6 +104,7 @@ impl Kernel {
     pub fn signature(&self) -> &KernelSignature {
         &self.module.sigs[self.idx]
     }
+    #[inline]
     pub(crate) fn context(&self) -> &Context {
         &self.module.ctx
     }
@@ -134,6 +135,7 @@ impl LaunchConfig {
         Self { grid: (n.div_ceil(256).max(1), 1, 1), block: (256, 1, 1), shared_mem_bytes: 0 }
     }
 
+    #[inline]
     pub(crate) fn validate(&self) -> Result<()> {
         let bad = |reason| Err(Error::InvalidLaunchConfig { grid: self.grid, block: self.block, reason });
         let (g, b) = (self.grid, self.block);

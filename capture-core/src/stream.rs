@@ -98,6 +98,7 @@ impl<S: StreamState> Stream<S> {
         }
     }
 
+    #[inline]
     fn check_ctx(&self, op: &'static str, what: &'static str, ctx: &Context) -> Result<()> {
         if self.ctx.same(ctx) {
             Ok(())

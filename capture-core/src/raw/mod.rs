@@ -305,6 +305,7 @@ pub(crate) unsafe fn module_function(m: usize, name: &str) -> R<usize> {
 /// described by `slots` (validated against the PTX signature by the caller); every device
 /// address in `slots` must stay live until the kernel completes — at every replay, if
 /// captured; `s` must be a live stream.
+#[inline]
 pub(crate) unsafe fn launch(
     f: usize,
     grid: (u32, u32, u32),
@@ -313,7 +314,7 @@ pub(crate) unsafe fn launch(
     s: usize,
     slots: &mut [u64],
 ) -> R<()> {
-    const MAX: usize = 32;
+    const MAX: usize = crate::module::MAX_KERNEL_ARGS;
     if slots.len() > MAX {
         return Err(DriverCode::INVALID_VALUE);
     }

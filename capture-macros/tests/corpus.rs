@@ -1,0 +1,235 @@
+//! Robustness: runs the checker over every function of a corpus of real Rust source (cudarc and
+//! syn, shipped under `tests/corpus/` with their licenses) and asserts it never panics. Prints how
+//! many functions it checked and what it flagged, by category.
+//!
+//! `cargo test -p capture-macros --test corpus -- --nocapture` shows the summary;
+//! `cargo test -p capture-macros --release --test corpus -- --ignored --nocapture` times the whole
+//! expansion per function (see `README.md`).
+
+// A proc-macro crate exports only macros, so the modules are compiled into this test directly.
+#[allow(dead_code)]
+#[path = "../src/attr.rs"]
+mod attr;
+#[allow(dead_code)]
+#[path = "../src/check.rs"]
+mod check;
+#[allow(dead_code)]
+#[path = "../src/expand.rs"]
+mod expand;
+#[allow(dead_code)]
+#[path = "../src/rules.rs"]
+mod rules;
+
+use proc_macro2::TokenStream;
+use quote::ToTokens;
+use rules::Category;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+use syn::visit::{self, Visit};
+
+/// One function of the corpus, as the tokens `#[capturable]` would receive.
+struct CorpusFn {
+    file: PathBuf,
+    name: String,
+    tokens: TokenStream,
+}
+
+const SYN: &str = "syn-2.0.119";
+
+fn corpus_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus")
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let mut entries: Vec<_> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("reading {}: {e}", dir.display()))
+        .map(|entry| entry.unwrap().path())
+        .collect();
+    entries.sort();
+    for path in entries {
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|ext| ext == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// Every function with a body: free functions, methods in `impl` blocks, trait methods with a
+/// default body, through inline modules and nested inside other functions.
+struct Collector<'a> {
+    file: &'a Path,
+    /// Names of the enclosing `impl` or `trait`, for the summary.
+    owner: Vec<String>,
+    out: &'a mut Vec<CorpusFn>,
+}
+
+impl Collector<'_> {
+    fn push(&mut self, ident: &syn::Ident, tokens: TokenStream) {
+        let name = match self.owner.last() {
+            Some(owner) => format!("{owner}::{ident}"),
+            None => ident.to_string(),
+        };
+        self.out.push(CorpusFn { file: self.file.to_owned(), name, tokens });
+    }
+}
+
+impl<'ast> Visit<'ast> for Collector<'_> {
+    fn visit_item_fn(&mut self, f: &'ast syn::ItemFn) {
+        self.push(&f.sig.ident, f.to_token_stream());
+        visit::visit_item_fn(self, f);
+    }
+
+    fn visit_impl_item_fn(&mut self, f: &'ast syn::ImplItemFn) {
+        self.push(&f.sig.ident, f.to_token_stream());
+        visit::visit_impl_item_fn(self, f);
+    }
+
+    fn visit_trait_item_fn(&mut self, f: &'ast syn::TraitItemFn) {
+        if f.default.is_some() {
+            self.push(&f.sig.ident, f.to_token_stream());
+        }
+        visit::visit_trait_item_fn(self, f);
+    }
+
+    fn visit_item_impl(&mut self, imp: &'ast syn::ItemImpl) {
+        let owner = imp.self_ty.to_token_stream().to_string().replace(' ', "");
+        self.owner.push(owner);
+        visit::visit_item_impl(self, imp);
+        self.owner.pop();
+    }
+
+    fn visit_item_trait(&mut self, tr: &'ast syn::ItemTrait) {
+        self.owner.push(tr.ident.to_string());
+        visit::visit_item_trait(self, tr);
+        self.owner.pop();
+    }
+}
+
+fn load_corpus() -> (usize, usize, Vec<CorpusFn>) {
+    let mut files = Vec::new();
+    rust_files(&corpus_dir(), &mut files);
+    let mut bytes = 0;
+    let mut fns = Vec::new();
+    for path in &files {
+        let src = std::fs::read_to_string(path).unwrap();
+        bytes += src.len();
+        let file = syn::parse_file(&src).unwrap_or_else(|e| panic!("{} does not parse: {e}", path.display()));
+        let relative = path.strip_prefix(corpus_dir()).unwrap();
+        Collector { file: relative, owner: Vec::new(), out: &mut fns }.visit_file(&file);
+    }
+    (files.len(), bytes, fns)
+}
+
+#[test]
+fn checker_never_panics_on_real_code() {
+    let started = Instant::now();
+    let (files, bytes, fns) = load_corpus();
+    let mut flagged_fns = 0;
+    let mut by_category: BTreeMap<Category, (usize, BTreeMap<String, usize>)> = BTreeMap::new();
+    let mut examples: BTreeMap<Category, Vec<String>> = BTreeMap::new();
+    let mut flagged_by_crate: BTreeMap<String, usize> = BTreeMap::new();
+    let mut syn_flags = Vec::new();
+    for f in &fns {
+        let function = check::AnyFn::parse(f.tokens.clone())
+            .unwrap_or_else(|e| panic!("{}: `{}` does not parse as a function: {e}", f.file.display(), f.name));
+        let findings = check::check(&function, &[]);
+        if !findings.is_empty() {
+            flagged_fns += 1;
+            let krate = f.file.iter().next().unwrap().to_string_lossy().into_owned();
+            *flagged_by_crate.entry(krate).or_insert(0) += 1;
+        }
+        if !findings.is_empty() && f.file.starts_with(SYN) {
+            // syn has no CUDA in it: anything flagged there is a false positive.
+            for finding in &findings {
+                syn_flags.push(format!("{} `{}`: {}", f.file.display(), f.name, finding.name));
+            }
+        }
+        for finding in findings {
+            let (count, names) = by_category.entry(finding.category).or_default();
+            *count += 1;
+            *names.entry(finding.name).or_default() += 1;
+            let list = examples.entry(finding.category).or_default();
+            let example = format!("{} `{}`", f.file.display(), f.name);
+            if list.len() < 3 && !list.contains(&example) {
+                list.push(example);
+            }
+        }
+    }
+
+    println!(
+        "checked {} functions from {files} files ({:.1} MB) in {:.2?}; {flagged_fns} flagged",
+        fns.len(),
+        bytes as f64 / 1e6,
+        started.elapsed()
+    );
+    println!("  flagged functions by crate: {flagged_by_crate:?}");
+    for flag in &syn_flags {
+        println!("  false positive in syn: {flag}");
+    }
+    for category in Category::ALL {
+        let Some((count, names)) = by_category.get(&category) else {
+            println!("  {:<36} 0", category.label());
+            continue;
+        };
+        let mut names: Vec<_> = names.iter().collect();
+        names.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+        let top: Vec<String> = names.iter().take(8).map(|(name, n)| format!("{name} x{n}")).collect();
+        println!("  {:<36} {count:>5}  {}", category.label(), top.join(", "));
+        for example in &examples[&category] {
+            println!("  {:<36}        e.g. {example}", "");
+        }
+    }
+
+    // 4,742 functions at the time of writing; this guards against the walker or the corpus
+    // quietly shrinking.
+    assert!(fns.len() >= 4_500, "only {} functions in the corpus", fns.len());
+    // cudarc's raw layers are made of the calls `#[capturable]` rejects.
+    for category in [
+        Category::ManagedAlloc,
+        Category::SyncAlloc,
+        Category::SyncCopy,
+        Category::Synchronize,
+        Category::IdleHandle,
+        Category::RawDriver,
+    ] {
+        assert!(by_category.contains_key(&category), "nothing in cudarc was flagged as {}", category.label());
+    }
+}
+
+/// Times the whole expansion (parse the function, check it, emit it) per function.
+#[test]
+#[ignore = "a benchmark: run with --release --ignored --nocapture"]
+fn expansion_time_per_function() {
+    let (_, _, fns) = load_corpus();
+    let rounds = 5;
+    let mut per_fn: Vec<Duration> = vec![Duration::MAX; fns.len()];
+    let started = Instant::now();
+    for _ in 0..rounds {
+        for (f, best) in fns.iter().zip(&mut per_fn) {
+            let tokens = f.tokens.clone();
+            let t = Instant::now();
+            let output = expand::capturable(TokenStream::new(), tokens);
+            let elapsed = t.elapsed();
+            drop(output);
+            *best = (*best).min(elapsed);
+        }
+    }
+    let total = started.elapsed();
+    per_fn.sort();
+    let us = |d: Duration| d.as_secs_f64() * 1e6;
+    let pick = |q: f64| per_fn[((per_fn.len() - 1) as f64 * q) as usize];
+    let mean = per_fn.iter().sum::<Duration>() / per_fn.len() as u32;
+    println!(
+        "{} functions, best of {rounds} rounds each: median {:.1} us/fn, mean {:.1} us/fn, \
+         p90 {:.1} us, p99 {:.1} us, max {:.1} us ({:.2?} for all rounds)",
+        fns.len(),
+        us(pick(0.5)),
+        us(mean),
+        us(pick(0.9)),
+        us(pick(0.99)),
+        us(pick(1.0)),
+        total
+    );
+}

@@ -1,0 +1,7 @@
+pub mod result;
+pub mod safe;
+#[allow(warnings)]
+#[rustfmt::skip]
+pub mod sys;
+
+pub use safe::*;
