@@ -6,7 +6,7 @@ use std::sync::Arc;
 use cudarc::driver::{CudaContext, CudaStream};
 
 use crate::device::sim::SimDevice;
-use crate::device::{Backend, CudaBackend, DeviceKind, RawStream};
+use crate::device::{Backend, CudaBackend, DeviceKind, LaunchParams, RawFunction, RawStream};
 use crate::error::{DriverCode, Error, Result};
 use crate::module::Module;
 use crate::registry::Registry;
@@ -28,6 +28,16 @@ pub(crate) struct CtxInner {
 }
 
 impl CtxInner {
+    /// A kernel launch, dispatched statically (the hot path: no virtual call, so the CUDA
+    /// backend's launch inlines here).
+    #[inline]
+    pub(crate) fn launch(&self, f: RawFunction, p: LaunchParams<'_>, s: RawStream) -> Result<(), DriverCode> {
+        match &self.dev {
+            Dev::Cuda(c) => c.launch(f, p, s),
+            Dev::Sim(x) => x.launch(f, p, s),
+        }
+    }
+
     #[inline]
     pub(crate) fn b(&self) -> &dyn Backend {
         match &self.dev {

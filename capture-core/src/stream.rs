@@ -145,7 +145,13 @@ impl<S: StreamState> Stream<S> {
             shared_mem_bytes: cfg.shared_mem_bytes,
             slots: &mut slots[..n],
         };
-        self.run("Stream::launch", site, |b, s| b.launch(kernel.raw, params, s))
+        match self.ctx.inner.launch(kernel.raw, params, self.raw) {
+            Ok(()) => {
+                S::on_op(&self.ext, &self.ctx, "Stream::launch", site);
+                Ok(())
+            }
+            Err(code) => Err(S::on_fail(&self.ext, &self.ctx, "Stream::launch", site, code)),
+        }
     }
 
     /// Sets every byte of `buf` to `byte`, in stream order.

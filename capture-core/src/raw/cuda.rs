@@ -267,6 +267,7 @@ impl Backend for CudaBackend {
         // SAFETY: module invariant (handles live, sizes checked by the caller).
         unsafe { raw::module_function(m.0, name) }.map(RawFunction)
     }
+    #[inline]
     fn launch(&self, f: RawFunction, p: LaunchParams<'_>, s: RawStream) -> Result<(), DriverCode> {
         self.bind_for_stream(s)?;
         // SAFETY: module invariant (handles live, sizes checked by the caller).
