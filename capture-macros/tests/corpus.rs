@@ -1,5 +1,5 @@
-//! Robustness: runs the checker over every function of a corpus of real Rust source (cudarc and
-//! syn, shipped under `tests/corpus/` with their licenses) and asserts it never panics. Prints how
+//! Robustness: runs the checker over every function of a corpus of real Rust source (cudarc,
+//! syn, proc-macro2 and quote, shipped under `tests/corpus/` with their licenses) and asserts it never panics. Prints how
 //! many functions it checked and what it flagged, by category.
 //!
 //! `cargo test -p capture-macros --test corpus -- --nocapture` shows the summary;
@@ -35,7 +35,8 @@ struct CorpusFn {
     tokens: TokenStream,
 }
 
-const SYN: &str = "syn-2.0.119";
+/// The one crate of the corpus that is made of CUDA calls; the others have none.
+const CUDARC: &str = "cudarc-0.19.10";
 
 fn corpus_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus")
@@ -140,8 +141,9 @@ fn checker_never_panics_on_real_code() {
             let krate = f.file.iter().next().unwrap().to_string_lossy().into_owned();
             *flagged_by_crate.entry(krate).or_insert(0) += 1;
         }
-        if !findings.is_empty() && f.file.starts_with(SYN) {
-            // syn has no CUDA in it: anything flagged there is a false positive.
+        if !findings.is_empty() && !f.file.starts_with(CUDARC) {
+            // syn, proc-macro2 and quote have no CUDA in them: anything flagged there is a
+            // false positive.
             for finding in &findings {
                 syn_flags.push(format!("{} `{}`: {}", f.file.display(), f.name, finding.name));
             }
@@ -166,7 +168,7 @@ fn checker_never_panics_on_real_code() {
     );
     println!("  flagged functions by crate: {flagged_by_crate:?}");
     for flag in &syn_flags {
-        println!("  false positive in syn: {flag}");
+        println!("  false positive outside cudarc: {flag}");
     }
     for category in Category::ALL {
         let Some((count, names)) = by_category.get(&category) else {
@@ -184,7 +186,7 @@ fn checker_never_panics_on_real_code() {
 
     // 4,742 functions at the time of writing; this guards against the walker or the corpus
     // quietly shrinking.
-    assert!(fns.len() >= 4_500, "only {} functions in the corpus", fns.len());
+    assert!(fns.len() >= 5_000, "only {} functions in the corpus", fns.len());
     // cudarc's raw layers are made of the calls `#[capturable]` rejects.
     for category in [
         Category::ManagedAlloc,
