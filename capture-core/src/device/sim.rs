@@ -144,7 +144,10 @@ struct Alloc {
 pub(crate) struct Memory {
     allocs: BTreeMap<u64, Alloc>,
     next: u64,
+    /// Device memory in use (device, managed and graph allocations), as `mem_info` reports.
     used: usize,
+    /// Pinned host memory in use (not device memory: not in `mem_info`).
+    host_used: usize,
 }
 
 impl Memory {
@@ -155,14 +158,22 @@ impl Memory {
         let base = self.next;
         // 256-byte alignment like the driver, plus a guard gap so overruns are detected.
         self.next = base + ((bytes as u64 + 255) & !255) + 4096;
-        self.used += bytes;
+        if kind == AllocKind::Host {
+            self.host_used += bytes;
+        } else {
+            self.used += bytes;
+        }
         self.allocs.insert(base, Alloc { kind, data: vec![0; bytes] });
         base
     }
     fn free(&mut self, base: u64, kinds: &[AllocKind]) -> Result<(), DriverCode> {
         match self.allocs.get(&base) {
             Some(a) if kinds.contains(&a.kind) => {
-                self.used -= a.data.len();
+                if a.kind == AllocKind::Host {
+                    self.host_used -= a.data.len();
+                } else {
+                    self.used -= a.data.len();
+                }
                 self.allocs.remove(&base);
                 Ok(())
             }
@@ -401,6 +412,19 @@ impl SimDevice {
         self.st().kernels.insert(name.to_owned(), Arc::new(f));
     }
 
+    /// A synchronous allocation: a prohibited call during capture, then the driver's checks.
+    fn sync_alloc(&self, bytes: usize, kind: AllocKind) -> Result<u64, DriverCode> {
+        let mut st = self.st();
+        st.prohibited()?;
+        if bytes == 0 {
+            return Err(DriverCode::INVALID_VALUE);
+        }
+        if st.mem.used.saturating_add(bytes) > self.total {
+            return Err(DriverCode::OUT_OF_MEMORY);
+        }
+        Ok(st.mem.alloc(bytes, kind))
+    }
+
     /// Kernels that were run (launched eagerly or replayed) without a host implementation.
     pub fn unmodelled_kernels(&self) -> Vec<String> {
         let mut v: Vec<_> = self.st().unmodelled.iter().cloned().collect();
@@ -410,7 +434,8 @@ impl SimDevice {
 
     /// Bytes currently allocated (device, pinned, managed and graph memory).
     pub fn bytes_in_use(&self) -> usize {
-        self.st().mem.used
+        let st = self.st();
+        st.mem.used + st.mem.host_used
     }
 
     /// Number of live streams, events, modules, graphs and executable graphs (for leak tests).
@@ -480,15 +505,7 @@ impl Backend for SimDevice {
     }
 
     fn mem_alloc(&self, bytes: usize) -> Result<DevPtr, DriverCode> {
-        let mut st = self.st();
-        st.prohibited()?;
-        if bytes == 0 {
-            return Err(DriverCode::INVALID_VALUE);
-        }
-        if st.mem.used.saturating_add(bytes) > self.total {
-            return Err(DriverCode::OUT_OF_MEMORY);
-        }
-        Ok(DevPtr(st.mem.alloc(bytes, AllocKind::Device)))
+        self.sync_alloc(bytes, AllocKind::Device).map(DevPtr)
     }
     fn mem_alloc_async(&self, bytes: usize, s: RawStream) -> Result<DevPtr, DriverCode> {
         let mut st = self.st();
@@ -550,15 +567,7 @@ impl Backend for SimDevice {
         st.mem.free(p.0 as u64, &[AllocKind::Host])
     }
     fn managed_alloc(&self, bytes: usize) -> Result<DevPtr, DriverCode> {
-        let mut st = self.st();
-        st.prohibited()?;
-        if bytes == 0 {
-            return Err(DriverCode::INVALID_VALUE);
-        }
-        if st.mem.used.saturating_add(bytes) > self.total {
-            return Err(DriverCode::OUT_OF_MEMORY);
-        }
-        Ok(DevPtr(st.mem.alloc(bytes, AllocKind::Managed)))
+        self.sync_alloc(bytes, AllocKind::Managed).map(DevPtr)
     }
     fn mem_advise(&self, p: DevPtr, bytes: usize, _advice: Advice) -> Result<(), DriverCode> {
         let st = self.st();
