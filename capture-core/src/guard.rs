@@ -125,7 +125,9 @@ pub type Book = Rc<RefCell<CaptureBook>>;
 /// If the guard is leaked (`mem::forget`), the stream stays in capture mode: later work on
 /// it fails with driver errors (nothing unsound happens — every buffer the capture borrowed
 /// stays borrowed forever, since the borrow never ends), and the stream is destroyed when
-/// it drops.
+/// it drops. The capture also stays in the fail-fast registry, so in Global mode this
+/// crate's synchronous operations keep returning [`Error::CaptureActive`] for the rest of
+/// the process — a leaked capture is loud, not silent.
 pub struct CaptureGuard<'s, 'a> {
     idle: &'s mut Stream<Idle>,
     cap: Stream<Capturing<'a>>,
