@@ -1,8 +1,8 @@
 //! Backends: the CUDA driver (through cudarc) and the simulated device.
 //!
-//! Both implement [`Backend`], a driver-shaped interface on plain handles. The safe types
+//! Both implement `Backend`, a driver-shaped interface on plain handles. The safe types
 //! above (`Stream`, `DeviceBuffer`, `Graph`, …) hold handles and call through it; neither
-//! they nor this trait contain `unsafe`. All `unsafe` lives in [`crate::raw`], which also holds the CUDA backend.
+//! they nor this trait contain `unsafe`. All `unsafe` lives in `crate::raw`, which also holds the CUDA backend.
 
 pub mod sim;
 

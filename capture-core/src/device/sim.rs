@@ -1,4 +1,4 @@
-//! The simulated device: host memory behind the driver-shaped [`Backend`] interface, with the
+//! The simulated device: host memory behind the driver-shaped `Backend` interface, with the
 //! capture rules measured on an H100 (driver 580, CUDA 13).
 //!
 //! # What it models
