@@ -363,23 +363,6 @@ pub enum Error {
     /// The capture recorded nothing.
     #[error("the capture recorded no work, so there is no graph to replay: issue at least one operation on the capturing stream before `finish()`")]
     EmptyCapture,
-
-    /// A panic inside `capture_scope` (the capture was ended and discarded; the panic is
-    /// resumed after this is logged, so callers see the panic, not this).
-    #[error("a panic unwound through the capture")]
-    Panicked,
-
-    /// The operation is not available on this device (e.g. managed memory on a device that
-    /// lacks it).
-    #[error("`{op}` is not supported on {device}: {reason}")]
-    Unsupported {
-        /// The operation.
-        op: &'static str,
-        /// The device.
-        device: String,
-        /// Why, and what to do.
-        reason: &'static str,
-    },
 }
 
 fn cause_text(cause: &Option<OpSite>) -> String {

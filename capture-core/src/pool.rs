@@ -103,7 +103,7 @@ impl CapturePool {
             });
         }
         stream.context().fail_fast("CapturePool::workspace", site)?;
-        let buf = Arc::new(stream.alloc_zeros_any::<T>(len, site)?);
+        let buf = Arc::new(stream.alloc_zeros_at::<T>("CapturePool::workspace", site, len)?);
         slots.insert(
             name.to_owned(),
             Slot { len, type_name: std::any::type_name::<T>(), buf: buf.clone() as Arc<dyn Any + Send + Sync> },

@@ -263,14 +263,9 @@ impl<S: StreamState> Stream<S> {
     where
         S: SyncAlloc,
     {
-        self.ctx.fail_fast("Stream::alloc_zeros", CallSite::caller())?;
         let site = CallSite::caller();
-        let buf = self.alloc_inner::<T>("Stream::alloc_zeros", site, len)?;
-        self.run("Stream::alloc_zeros", site, |b, s| {
-            b.stream_synchronize(s)?;
-            b.memset_d8(buf.ptr, 0, buf.num_bytes())
-        })?;
-        Ok(buf)
+        self.ctx.fail_fast("Stream::alloc_zeros", site)?;
+        self.alloc_zeros_at("Stream::alloc_zeros", site, len)
     }
 
     /// Allocates `len` elements without initialising them (their bytes are whatever the
@@ -287,11 +282,16 @@ impl<S: StreamState> Stream<S> {
         self.alloc_inner::<T>("Stream::alloc_uninit", CallSite::caller(), len)
     }
 
-    /// `alloc_zeros` without the state bound, for [`CapturePool`](crate::CapturePool), which
-    /// checks the state itself.
-    pub(crate) fn alloc_zeros_any<T: Pod>(&self, len: usize, site: CallSite) -> Result<DeviceBuffer<T>> {
-        let buf = self.alloc_inner::<T>("CapturePool::workspace", site, len)?;
-        self.run("CapturePool::workspace", site, |b, s| {
+    /// A zeroed allocation without the state bound: `alloc_zeros`, and
+    /// [`CapturePool`](crate::CapturePool), which checks the state itself.
+    pub(crate) fn alloc_zeros_at<T: Pod>(
+        &self,
+        op: &'static str,
+        site: CallSite,
+        len: usize,
+    ) -> Result<DeviceBuffer<T>> {
+        let buf = self.alloc_inner::<T>(op, site, len)?;
+        self.run(op, site, |b, s| {
             b.stream_synchronize(s)?;
             b.memset_d8(buf.ptr, 0, buf.num_bytes())
         })?;
