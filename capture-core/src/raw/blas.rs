@@ -19,9 +19,18 @@ fn status(s: sys::cublasStatus_t) -> R<()> {
 }
 
 /// Whether libcublas can be loaded (cudarc panics on a missing library otherwise).
+/// Without capture-core's `dynamic-loading` feature the library is linked (see
+/// `raw::driver_present`), so present.
 pub(crate) fn present() -> bool {
-    // SAFETY: only tries to dlopen the library.
-    unsafe { sys::is_culib_present() }
+    #[cfg(feature = "dynamic-loading")]
+    {
+        // SAFETY: only tries to dlopen the library.
+        unsafe { sys::is_culib_present() }
+    }
+    #[cfg(not(feature = "dynamic-loading"))]
+    {
+        true
+    }
 }
 
 /// # Safety

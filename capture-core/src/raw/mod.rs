@@ -41,9 +41,23 @@ fn stream(s: usize) -> sys::CUstream {
 
 /// Whether `libcuda` can be loaded. Never panics (cudarc's loader panics when the library is
 /// missing, so every other function here must only be called after this returned `true`).
+///
+/// With the `dynamic-loading` feature (the default) this tries to load the library. Without
+/// it, the application's cudarc features decide how libcuda is found; when they link it
+/// (`dynamic-linking`, as candle does) the program could not have started without it, so it
+/// is present. An application that turns capture-core's default features off but loads CUDA
+/// at run time should enable capture-core's `dynamic-loading` too, so that a missing library
+/// is detected here instead of panicking inside cudarc.
 pub(crate) fn driver_present() -> bool {
-    // SAFETY: `is_culib_present` only tries to dlopen the library; it has no preconditions.
-    unsafe { sys::is_culib_present() }
+    #[cfg(feature = "dynamic-loading")]
+    {
+        // SAFETY: `is_culib_present` only tries to dlopen the library; it has no preconditions.
+        unsafe { sys::is_culib_present() }
+    }
+    #[cfg(not(feature = "dynamic-loading"))]
+    {
+        true
+    }
 }
 
 /// # Safety
