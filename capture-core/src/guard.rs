@@ -155,6 +155,7 @@ impl<'s, 'a> CaptureGuard<'s, 'a> {
             });
         }
         crate::registry::fail_fast::register(idle.ctx.inner.domain, id, opts.mode, site);
+        crate::interop::tracking::enter(&idle.ctx);
         let book = Rc::new(RefCell::new(CaptureBook {
             id,
             mode: opts.mode,
@@ -210,6 +211,7 @@ impl<'s, 'a> CaptureGuard<'s, 'a> {
             }
         }
         let outcome = b.end_capture(raw);
+        crate::interop::tracking::leave(&ctx);
         crate::registry::fail_fast::unregister(ctx.inner.domain, self.id());
         let entry = ctx.reg().end(self.id(), b);
         let mut book = self.cap.ext.borrow_mut();
@@ -258,7 +260,11 @@ impl<'s, 'a> CaptureGuard<'s, 'a> {
                 let site = book.forks.iter().find(|f| !f.2).map(|f| f.0).unwrap_or(book.began_at);
                 Error::UnjoinedFork { fork_site: site }
             }
-            c if c.is_capture_error() => Error::CaptureInvalidated { cause: report.invalidated_by.clone(), code: c },
+            c if c.is_capture_error() => Error::CaptureInvalidated {
+                cause: report.invalidated_by.clone(),
+                last_op: report.last_op.clone(),
+                code: c,
+            },
             c => Error::Driver { op: "cuStreamEndCapture", code: c },
         }
     }

@@ -12,6 +12,7 @@
 #[cfg(feature = "cublas")]
 pub(crate) mod blas;
 pub(crate) mod cuda;
+pub(crate) mod interop;
 
 use std::ffi::{c_void, CString};
 use std::mem::MaybeUninit;
