@@ -296,7 +296,7 @@ pub enum Error {
     },
 
     /// The capture was invalidated by an illegal operation.
-    #[error("the capture was invalidated{}: {code}{}; nothing was recorded into a graph. {}; the stream is idle again and usable", cause_text(cause), last_op_text(last_op), invalidation_hint(*code))]
+    #[error("the capture was invalidated{}: {code}{}; nothing was recorded into a graph. {}; the stream is idle again and usable", cause_text(cause), last_op_text(last_op), invalidation_hint(*code, cause.is_some()))]
     CaptureInvalidated {
         /// The operation that invalidated it, where known.
         cause: Option<OpSite>,
@@ -386,8 +386,9 @@ fn last_op_text(last: &Option<OpSite>) -> String {
     }
 }
 
-fn invalidation_hint(code: DriverCode) -> &'static str {
+fn invalidation_hint(code: DriverCode, cause_known: bool) -> &'static str {
     match code {
+        DriverCode::STREAM_CAPTURE_INVALIDATED if !cause_known => "No operation issued through this library failed, so something issued behind its back did: usually a synchronize, stream or event query, or synchronous copy made through a cudarc handle (a clone of `Stream::cudarc()`, a candle device) while the capture was active, right after the last operation named here. Issue such calls before `capture()` or after `finish()`",
         DriverCode::STREAM_CAPTURE_ISOLATION => "CUDA_ERROR_STREAM_CAPTURE_ISOLATION means work in the capture waited on an event recorded outside it, usually an event recorded before `capture()`: cudarc's per-buffer event tracking does this once a program has a second stream (this crate turns it off for the length of a capture on contexts it wraps; code that records or waits on its own events must do the same), or a `wait_event` on an event recorded before the capture. Record the event inside the capture, or wait on it before `capture()`",
         DriverCode::STREAM_CAPTURE_IMPLICIT => "CUDA_ERROR_STREAM_CAPTURE_IMPLICIT means work went to the legacy default stream, which synchronizes with the capturing stream: use non-blocking streams",
         DriverCode::STREAM_CAPTURE_UNSUPPORTED => "An operation not allowed during capture (a synchronize, a synchronous copy or allocation, a query) was issued, perhaps through a cudarc handle: move it before `capture()` or after `finish()`",

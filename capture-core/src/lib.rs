@@ -137,7 +137,7 @@ pub use guard::{AllocPolicy, AllocRecord, CaptureGuard, CaptureOptions, GraphUpd
 pub use interop::DeviceMemory;
 pub use module::{Kernel, KernelArg, KernelArgs, KernelParam, LaunchConfig, Module, MAX_KERNEL_ARGS};
 pub use pool::CapturePool;
-pub use report::{CaptureReport, WatchdogReport};
+pub use report::{CaptureReport, HostCopy, WatchdogReport};
 pub use scalar::DeviceScalar;
 pub use state::{
     BeginCapture, Capturing, Free, Idle, ManagedAlloc, PinnedAlloc, Query, Records, StreamState, SyncAlloc, SyncCopy,
