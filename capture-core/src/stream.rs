@@ -606,6 +606,13 @@ impl<S: StreamState> Stream<S> {
     /// Starts recording a CUDA graph (Global mode, allocations warned about). Everything
     /// issued on the guard's stream until [`CaptureGuard::finish`] is recorded, not run.
     ///
+    /// On a context wrapped from cudarc, cudarc's per-buffer event tracking is off while any
+    /// capture of the context is active, and restored to its previous value when the last
+    /// one ends (finish, drop, `?` or panic): a captured launch must not wait on an event
+    /// recorded before the capture (`CUDA_ERROR_STREAM_CAPTURE_ISOLATION`). cudarc keeps no
+    /// events for a `CudaSlice` allocated while tracking is off, so allocate before
+    /// capturing. A leaked guard (`mem::forget`) leaves tracking off.
+    ///
     /// # Errors
     /// [`Error::AlreadyCapturing`] if the stream is already capturing (e.g. a cudarc stream
     /// wrapped twice), [`Error::Driver`].
@@ -670,6 +677,12 @@ impl Stream<Idle> {
     }
 
     /// The cudarc stream behind this one, if it was wrapped from cudarc.
+    ///
+    /// A clone of it can issue work behind this crate's back, also during a capture (only the
+    /// idle stream hands it out, but clones live on). Such work is not refused; it is made
+    /// visible: a synchronize or query invalidates the capture and `finish` names the driver
+    /// code; an upload from a `Vec` is listed in
+    /// [`CaptureReport::unpinned_host_copies`]. See the crate docs, chapter 7.
     pub fn cudarc(&self) -> Option<&Arc<CudaStream>> {
         match &self.owner {
             Owner::Cudarc(s) => Some(s),
