@@ -157,7 +157,21 @@ pub fn parse(ptx: &str) -> Result<Vec<KernelSignature>, String> {
 }
 
 fn parse_param(decl: &str) -> Result<Param, String> {
-    let words: Vec<&str> = decl.split_whitespace().collect();
+    // Qualifiers may be joined (`.ptr.global.align 16`, as the PTX ISA writes them) or
+    // separate (`.ptr .global .align 16`): split joined ones into words.
+    let mut words: Vec<&str> = Vec::new();
+    for w in decl.split_whitespace() {
+        if w.starts_with('.') && w[1..].contains('.') {
+            let mut rest = w;
+            while let Some(next) = rest[1..].find('.') {
+                words.push(&rest[..next + 1]);
+                rest = &rest[next + 1..];
+            }
+            words.push(rest);
+        } else {
+            words.push(w);
+        }
+    }
     if words.first() != Some(&".param") {
         return Err(format!("`{decl}` is not a `.param` declaration"));
     }
@@ -231,13 +245,15 @@ mod tests {
     #[test]
     fn reads_type_classes() {
         let s = parse(
-            ".entry k(.param .f32 a, .param .u32 b, .param .s32 c, .param .b32 d, .param .u64 .ptr .global .align 4 e, .param .bf16 f, .param .pred g)",
+            ".entry k(.param .f32 a, .param .u32 b, .param .s32 c, .param .b32 d, .param .u64 .ptr .global .align 4 e, .param .bf16 f, .param .pred g, .param .u64 .ptr.global.align 16 h)",
         )
         .unwrap();
         let classes: Vec<ParamClass> = s[0].params.iter().map(|p| p.class).collect();
         use ParamClass::*;
-        assert_eq!(classes, [Float, Unsigned, Signed, Bits, Pointer, Float, Bits]);
+        assert_eq!(classes, [Float, Unsigned, Signed, Bits, Pointer, Float, Bits, Pointer]);
         assert_eq!(s[0].params[4].name, "e");
+        assert_eq!(s[0].params[7].name, "h");
+        assert_eq!(s[0].params[7].bytes, 8);
         assert!(!Float.accepts(Unsigned));
         assert!(!Unsigned.accepts(Signed));
         assert!(!Bits.accepts(Float));

@@ -130,7 +130,7 @@ on_both!(argument_type_class_is_checked, |ctx: Context| {
     assert!(matches!(&e, Error::ArgumentMismatch { reason, .. } if reason.contains("signed")), "{e}");
     // f32 for a `.u64` pointer parameter... wrong size; a float for `.b32`, a plain u64 for a
     // `.ptr` parameter: refused. A device pointer for `.u64`: accepted.
-    let ptx = ".version 8.0\n.target sm_80\n.address_size 64\n.visible .entry typed(\n .param .b32 typed_param_0,\n .param .u64 .ptr .global .align 4 typed_param_1,\n .param .u64 typed_param_2\n)\n{\n ret;\n}\n";
+    let ptx = ".version 8.0\n.target sm_80\n.address_size 64\n.visible .entry typed(\n .param .b32 typed_param_0,\n .param .u64 .ptr.global.align 4 typed_param_1,\n .param .u64 typed_param_2\n)\n{\n ret;\n}\n";
     let m = ctx.load_module(ptx).unwrap();
     let k = m.kernel("typed").unwrap();
     assert_eq!(k.signature().params[1].class, ParamClass::Pointer);
