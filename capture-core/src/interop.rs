@@ -78,6 +78,13 @@ mod sealed {
 ///
 /// A cudarc allocation of a context other than the stream's is refused with
 /// [`Error::ContextMismatch`].
+///
+/// cudarc slices: wrap the very `CudaContext` they were allocated from
+/// ([`Context::from_cudarc`](crate::Context::from_cudarc)): cudarc's event-tracking switch,
+/// which this crate turns off during captures, belongs to that object. Outside a capture, a
+/// slice used on a stream other than its own is ordered after its last cudarc write (cudarc
+/// makes the slice's stream wait for it), but cudarc does not learn of the use: order later
+/// cudarc work on that slice after it yourself, or wrap the slice's own stream.
 pub trait DeviceMemory: sealed::Sealed {
     /// The element type.
     type Elem;
