@@ -201,7 +201,7 @@ pub(crate) mod tracking {
 
     use crate::context::Context;
 
-    /// (CUcontext, active captures, tracking before the first one).
+    /// (cudarc context object's address, active captures, tracking before the first one).
     static TABLE: Mutex<Vec<(usize, usize, bool)>> = Mutex::new(Vec::new());
 
     /// Counts one more capture of `key`; on the first, saves `read()` and switches off.
@@ -253,7 +253,9 @@ pub(crate) mod tracking {
     /// A capture of `ctx` ended.
     pub(crate) fn leave(ctx: &Context) {
         if let Some(cu) = ctx.cudarc() {
-            leave_with(&TABLE, cu.cu_ctx() as usize, |on| crate::raw::interop::set_event_tracking(cu, on));
+            leave_with(&TABLE, std::sync::Arc::as_ptr(cu) as usize, |on| {
+                crate::raw::interop::set_event_tracking(cu, on)
+            });
         }
     }
 

@@ -336,9 +336,10 @@ fn event_tracking_restored_after_panic_gpu() {
     assert!(cu.is_event_tracking());
 }
 
-// Issue #9, part 3: with two streams, cudarc's tracking would make a captured launch wait on
-// an event recorded before the capture (CUDA_ERROR_STREAM_CAPTURE_ISOLATION). With tracking
-// off for the capture, it succeeds; two concurrent captures count correctly.
+// Issue #9, part 3: with two streams, cudarc's tracking makes cudarc work on the capturing
+// stream wait on an event recorded before the capture (the slice's last write, on another
+// stream): CUDA_ERROR_STREAM_CAPTURE_ISOLATION. With tracking off for the capture, the
+// cudarc copy is recorded; two concurrent captures count correctly.
 #[test]
 #[ignore = "needs a CUDA device"]
 fn multi_stream_capture_with_tracking_gpu() {
@@ -347,28 +348,31 @@ fn multi_stream_capture_with_tracking_gpu() {
     let s_a = cu.new_stream().unwrap();
     let s_b = cu.new_stream().unwrap();
     assert!(cu.is_managing_stream_synchronization());
-    // Written on stream A: its write event is recorded there, before any capture.
-    let slice = s_a.clone_htod(&[1.0f32; 256]).unwrap();
-    let slice2 = s_a.clone_htod(&[1.0f32; 256]).unwrap();
+    // Written on stream A: their write events are recorded there, before any capture.
+    let src = s_a.clone_htod(&[1.0f32; 256]).unwrap();
+    let mut dst = s_a.alloc_zeros::<f32>(256).unwrap();
+    let other = s_a.clone_htod(&[1.0f32; 256]).unwrap();
     let module = ctx.load_module(kernels::CHAIN_PTX).unwrap();
     let incr = module.kernel("incr_f32").unwrap();
     let mut b = ctx.wrap_cudarc_stream(s_b.clone()).unwrap();
     let mut c = ctx.new_stream().unwrap();
-    let mut g1 =
-        b.capture_with(capture_core::CaptureOptions::new().mode(capture_core::CaptureMode::ThreadLocal)).unwrap();
-    let mut g2 =
-        c.capture_with(capture_core::CaptureOptions::new().mode(capture_core::CaptureMode::ThreadLocal)).unwrap();
-    g1.launch(&incr, LaunchConfig::for_num_elems(256), (&slice, 256u32)).unwrap();
-    g2.launch(&incr, LaunchConfig::for_num_elems(256), (&slice2, 256u32)).unwrap();
-    let (graph1, _) = g1.finish().unwrap();
+    let opts = capture_core::CaptureOptions::new().mode(capture_core::CaptureMode::ThreadLocal);
+    let mut g1 = b.capture_with(opts).unwrap();
+    let mut g2 = c.capture_with(opts).unwrap();
+    // cudarc's own copy on the capturing stream (as candle's ops issue work).
+    s_b.memcpy_dtod(&src, &mut dst).unwrap();
+    g1.launch(&incr, LaunchConfig::for_num_elems(256), (&dst, 256u32)).unwrap();
+    g2.launch(&incr, LaunchConfig::for_num_elems(256), (&other, 256u32)).unwrap();
+    let (graph1, report1) = g1.finish().unwrap();
+    assert_eq!((report1.nodes.memcpy, report1.nodes.kernels), (1, 1), "{report1}");
     assert!(!cu.is_event_tracking(), "still off: the second capture is active");
     let (graph2, _) = g2.finish().unwrap();
     assert!(cu.is_event_tracking());
     graph1.launch(&mut b).unwrap();
     graph2.launch(&mut c).unwrap();
     c.synchronize().unwrap();
-    assert_eq!(b.download(&slice).unwrap()[0], 2.0);
-    assert_eq!(b.download(&slice2).unwrap()[0], 2.0);
+    assert_eq!(b.download(&dst).unwrap()[0], 2.0);
+    assert_eq!(b.download(&other).unwrap()[0], 2.0);
 }
 
 // Issue #9, part 3: a cudarc synchronize through a handed-out stream during capture is
