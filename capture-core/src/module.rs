@@ -417,6 +417,15 @@ impl<'a, M: DeviceMemory + ?Sized> KernelArg<'a> for &'a M {
     }
 }
 
+// An output passed as `&mut` (as cudarc code often does): borrowed exclusively for 'a.
+impl<'a, M: DeviceMemory + ?Sized> KernelArg<'a> for &'a mut M {
+    #[inline]
+    fn to_param(&self) -> KernelParam<'a> {
+        let m = (**self).mem_ref();
+        KernelParam::new(ParamKind::Memory { ptr: m.ptr, ctx: m.ctx })
+    }
+}
+
 // Graph memory belongs to the graph, not to the caller: no borrow for 'a is needed (and
 // none is taken, so the buffer can still be moved into `free_async`).
 impl<'a, T> KernelArg<'a> for &GraphBuffer<T> {

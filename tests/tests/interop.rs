@@ -75,6 +75,10 @@ on_both!(user_type_is_a_kernel_arg, |ctx: Context| {
     graph.launch(&mut f.stream).unwrap();
     graph.launch(&mut f.stream).unwrap();
     assert_eq!(f.stream.download(&t.data).unwrap()[0], 3.0);
+    // Outputs may be passed as `&mut`, as cudarc code does.
+    let mut out = f.stream.alloc_zeros::<f32>(64).unwrap();
+    f.stream.launch(&f.add, LaunchConfig::for_num_elems(64), (&t, &t, &mut out, 64u32)).unwrap();
+    assert_eq!(f.stream.download(&out).unwrap()[0], 6.0);
 });
 
 // Issue #9, part 2: every `DeviceMemory` (and &, Arc, Rc, Box of it) works where a
