@@ -119,8 +119,12 @@ impl<S: StreamState> Stream<S> {
 
     // ----- Legal in both states --------------------------------------------------------
 
-    /// Launches `kernel` with `args` (a tuple: device buffers by reference, scalars by
-    /// value). Arguments are checked against the kernel's PTX parameter list first.
+    /// Launches `kernel` with `args` (a tuple of [`KernelArg`](crate::KernelArg)s: device
+    /// memory by reference — this crate's buffers, cudarc slices and views, user types —
+    /// numbers by value). Arguments are checked against the kernel's PTX parameter list
+    /// first: their number, sizes, and type class
+    /// ([`ParamClass::accepts`](crate::ptx::ParamClass::accepts): a float only for a
+    /// float parameter, signedness where the PTX states it, a pointer for `.u64`/`.b64`).
     ///
     /// # Errors
     /// [`Error::ArgumentMismatch`], [`Error::InvalidLaunchConfig`],
