@@ -296,10 +296,14 @@ pub enum Error {
     },
 
     /// The capture was invalidated by an illegal operation.
-    #[error("the capture was invalidated{}: {code}{}; nothing was recorded into a graph. {}; the stream is idle again and usable", cause_text(cause), last_op_text(last_op), invalidation_hint(*code, cause.is_some()))]
+    #[error("the capture was invalidated{}: {code}{}; nothing was recorded into a graph. {}; the stream is idle again and usable", cause_text(cause, *cause_code), last_op_text(last_op), invalidation_hint(cause_code.unwrap_or(*code), cause.is_some()))]
     CaptureInvalidated {
         /// The operation that invalidated it, where known.
         cause: Option<OpSite>,
+        /// The driver code that operation failed with, where known (e.g.
+        /// `CUDA_ERROR_STREAM_CAPTURE_ISOLATION`); `code` is then usually
+        /// `CUDA_ERROR_STREAM_CAPTURE_INVALIDATED`, the code of the end of capture.
+        cause_code: Option<DriverCode>,
         /// The last operation this library saw recorded before the capture ended: work
         /// issued behind the library's back (through cudarc or a framework on the same
         /// stream) happened after it.
@@ -372,10 +376,11 @@ pub enum Error {
     EmptyCapture,
 }
 
-fn cause_text(cause: &Option<OpSite>) -> String {
-    match cause {
-        Some(c) => format!(" by {c}"),
-        None => String::new(),
+fn cause_text(cause: &Option<OpSite>, code: Option<DriverCode>) -> String {
+    match (cause, code) {
+        (Some(c), Some(code)) => format!(" by {c}, which failed with {code}"),
+        (Some(c), None) => format!(" by {c}"),
+        (None, _) => String::new(),
     }
 }
 
@@ -400,6 +405,7 @@ fn hint_for(code: DriverCode) -> &'static str {
     match code {
         DriverCode::STREAM_CAPTURE_UNSUPPORTED => ": the operation is not allowed while a stream captures (in Global mode, on any stream of the process); it invalidated the capture — move it before `capture()` or after `finish()`",
         DriverCode::STREAM_CAPTURE_INVALIDATED => ": an earlier illegal operation invalidated the capture; drop the guard and capture again",
+        DriverCode::STREAM_CAPTURE_ISOLATION => ": the capturing stream was made to wait on an event recorded outside the capture (usually before `capture()`: cudarc's per-buffer event tracking does this, and this crate turns it off during captures on contexts it wraps; or a `wait_event` on such an event); it invalidated the capture — record the event inside the capture, or wait on it before `capture()`",
         DriverCode::CAPTURED_EVENT => ": the event was recorded inside a capture; query or wait on it only after `finish()`",
         DriverCode::OUT_OF_MEMORY => ": free buffers or allocate less",
         DriverCode::ILLEGAL_ADDRESS => ": a kernel touched memory it does not own; the context is now unusable — check buffer lengths and kernel bounds",

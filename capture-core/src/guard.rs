@@ -98,6 +98,8 @@ pub struct CaptureBook {
     pub(crate) allocations: Vec<AllocRecord>,
     pub(crate) graph_allocs: Vec<(DevPtr, bool)>,
     pub(crate) invalidated_by: Option<OpSite>,
+    /// The driver code of the call that invalidated it, when it was issued on this capture.
+    pub(crate) cause_code: Option<DriverCode>,
     /// (fork site, stream, joined)
     pub(crate) forks: Vec<(CallSite, RawStream, bool)>,
     pub(crate) pooled: Vec<RawStream>,
@@ -167,6 +169,7 @@ impl<'s, 'a> CaptureGuard<'s, 'a> {
             allocations: Vec::new(),
             graph_allocs: Vec::new(),
             invalidated_by: None,
+            cause_code: None,
             forks: Vec::new(),
             pooled: Vec::new(),
             events: Vec::new(),
@@ -263,6 +266,7 @@ impl<'s, 'a> CaptureGuard<'s, 'a> {
             }
             c if c.is_capture_error() => Error::CaptureInvalidated {
                 cause: report.invalidated_by.clone(),
+                cause_code: if report.invalidated_by == book.invalidated_by { book.cause_code } else { None },
                 last_op: report.last_op.clone(),
                 code: c,
             },

@@ -91,7 +91,11 @@ impl StreamState for Capturing<'_> {
     }
     fn on_fail(ext: &Book, ctx: &Context, op: &'static str, site: CallSite, code: DriverCode) -> Error {
         if code.is_capture_error() && code != DriverCode::STREAM_CAPTURE_INVALIDATED {
-            ext.borrow_mut().invalidated_by.get_or_insert(OpSite { op, site });
+            let mut b = ext.borrow_mut();
+            if b.invalidated_by.is_none() {
+                b.invalidated_by = Some(OpSite { op, site });
+                b.cause_code = Some(code);
+            }
         }
         ctx.fail(op, site, code)
     }

@@ -210,7 +210,7 @@ fn cudarc_synchronize_during_capture_names_the_code() {
     assert_eq!(code, capture_core::DriverCode::STREAM_CAPTURE_UNSUPPORTED);
     let e = g.finish().unwrap_err();
     match &e {
-        Error::CaptureInvalidated { code, last_op: Some(last), cause: None } => {
+        Error::CaptureInvalidated { code, last_op: Some(last), cause: None, .. } => {
             assert_eq!(*code, capture_core::DriverCode::STREAM_CAPTURE_INVALIDATED);
             assert_eq!(last.op, "Stream::launch");
         }
@@ -222,6 +222,30 @@ fn cudarc_synchronize_during_capture_names_the_code() {
     f.stream.launch(&f.incr, LaunchConfig::for_num_elems(4), (&x, 4u32)).unwrap();
     assert_eq!(f.stream.download(&x).unwrap()[0], 1.0);
 }
+
+// Issue #9, part 3: ISOLATION (a capture waiting on an event recorded before it) says what
+// usually causes it and what to do, at the failing call and at `finish`.
+on_both!(isolation_says_what_causes_it, |ctx: Context| {
+    let mut f = Fixture::new(ctx.clone()).unwrap();
+    let x = f.stream.alloc_zeros::<f32>(4).unwrap();
+    let before = capture_core::Event::new(&ctx).unwrap();
+    f.stream.record_event(&before).unwrap();
+    let mut g = f.stream.capture().unwrap();
+    g.launch(&f.incr, LaunchConfig::for_num_elems(4), (&x, 4u32)).unwrap();
+    let e = g.wait_event(&before).unwrap_err();
+    assert_eq!(e.driver_code(), Some(capture_core::DriverCode::STREAM_CAPTURE_ISOLATION));
+    assert!(e.to_string().contains("event tracking"), "{e}");
+    let e = g.finish().unwrap_err();
+    match &e {
+        Error::CaptureInvalidated { cause: Some(c), last_op: Some(_), cause_code, .. } => {
+            assert_eq!(c.op, "Stream::wait_event");
+            assert_eq!(*cause_code, Some(capture_core::DriverCode::STREAM_CAPTURE_ISOLATION));
+        }
+        e => panic!("expected CaptureInvalidated naming wait_event, got {e}"),
+    }
+    let msg = e.to_string();
+    assert!(msg.contains("Stream::wait_event") && msg.contains("event tracking"), "{msg}");
+});
 
 // ----- GPU variants ---------------------------------------------------------------------
 
