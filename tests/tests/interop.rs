@@ -1,6 +1,12 @@
 //! Interop with cudarc both ways (issue #2, part 2): wrap an existing cudarc context and
 //! stream, hand the cudarc objects back, so a cudarc or candle code base can adopt capture
 //! safety one function at a time.
+//!
+//! Issue #9, part 2: cudarc slices/views and user types as arguments and copy operands,
+//! cudarc functions and cuBLAS handles, the raw-address route made `unsafe`. Issue #9,
+//! part 3: cudarc's event tracking off during captures, invalidations that name the code
+//! and the last operation, work issued through cudarc behind the library's back reported.
+//! Issue #13, item 4: launch arguments checked by type class, not size only.
 
 use capture_core::{kernels, Context, DeviceKind, LaunchConfig};
 
