@@ -100,6 +100,7 @@
 //! handles.
 
 #![deny(unsafe_code)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![warn(missing_docs)]
 
 #[cfg(feature = "cublas")]
@@ -124,6 +125,7 @@ mod stream;
 mod watchdog;
 
 #[cfg(feature = "cublas")]
+#[cfg_attr(docsrs, doc(cfg(feature = "cublas")))]
 pub use blas::{Blas, Transpose};
 pub use buffer::{DeviceBuffer, GraphBuffer, ManagedBuffer, PinnedBuffer};
 pub use capture_macros::capturable;
