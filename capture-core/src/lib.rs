@@ -121,6 +121,7 @@ mod report;
 mod scalar;
 mod state;
 mod stream;
+pub mod validate;
 mod watchdog;
 
 #[cfg(feature = "cublas")]
@@ -142,6 +143,7 @@ pub use state::{
     Synchronize,
 };
 pub use stream::Stream;
+pub use validate::{Outputs, ReplayCheck, ReplayCheckReport, Tolerance};
 
 /// Items the `#[capturable]` expansion refers to by absolute path. Not public API.
 #[doc(hidden)]
