@@ -1052,7 +1052,8 @@ fn run(a: &Args, ctx: Context) -> BResult<()> {
     let raw_buf = s.alloc_zeros::<f32>(ELEMS as usize)?;
     let lib = Lib { kernel: &kernel, buf: &buf, cfg: LaunchConfig::for_num_elems(ELEMS) };
     let raw = match cu {
-        Some(cu) => Some(Raw::new(cu, raw_buf.device_ptr())?),
+        // SAFETY: `raw_buf` outlives `raw` (declared before it, dropped after it).
+        Some(cu) => Some(Raw::new(cu, unsafe { raw_buf.device_ptr() })?),
         None => None,
     };
     check(&lib, &mut s, raw.as_ref(), &raw_buf)?;

@@ -5,9 +5,14 @@ use std::cell::Cell;
 use std::fmt;
 use std::marker::PhantomData;
 
+use std::sync::Arc;
+
+use cudarc::cublas::CudaBlas;
+
 use crate::buffer::DeviceBuffer;
-use crate::device::Gemm;
-use crate::error::{CallSite, Error, Result};
+use crate::device::{DevPtr, Gemm};
+use crate::error::{CallSite, DriverCode, Error, Result};
+use crate::interop::{DeviceMemory, MemRef};
 use crate::state::{Idle, Records};
 use crate::stream::Stream;
 
@@ -45,6 +50,8 @@ use crate::stream::Stream;
 pub struct Blas {
     handle: usize,
     workspace: DeviceBuffer<u8>,
+    /// The cudarc handle this wraps, if any: it owns `handle` (destroys it on drop).
+    cudarc: Option<Arc<CudaBlas>>,
     _not_sync: PhantomData<Cell<()>>,
 }
 
@@ -68,18 +75,18 @@ fn dim(name: &str, v: usize) -> Result<i32> {
         .map_err(|_| Error::InvalidGemm { reason: format!("{name} = {v} does not fit cuBLAS's 32-bit int") })
 }
 
-fn fits(name: &str, buf: &DeviceBuffer<f32>, ld: usize, rows: usize, cols: usize) -> Result<()> {
+fn fits(name: &str, buf: &MemRef, ld: usize, rows: usize, cols: usize) -> Result<()> {
     if ld < rows.max(1) {
         return Err(Error::InvalidGemm {
             reason: format!("leading dimension of {name} is {ld}, less than its {rows} rows"),
         });
     }
     let need = ld.checked_mul(cols.saturating_sub(1)).and_then(|x| x.checked_add(rows)).unwrap_or(usize::MAX);
-    if need > buf.len() {
+    if need > buf.len {
         return Err(Error::InvalidGemm {
             reason: format!(
                 "{name} is {rows}x{cols} with leading dimension {ld}: needs {need} elements, its buffer has {}",
-                buf.len()
+                buf.len
             ),
         });
     }
@@ -99,10 +106,44 @@ impl Blas {
         let workspace = stream.alloc_zeros::<u8>(workspace_bytes)?;
         let b = stream.context().b();
         let handle = b.blas_create().map_err(|code| Error::Driver { op: "cublasCreate", code })?;
-        let blas = Self { handle, workspace, _not_sync: PhantomData };
+        let blas = Self { handle, workspace, cudarc: None, _not_sync: PhantomData };
         b.blas_bind(handle, stream.raw, blas.workspace.ptr, workspace_bytes)
             .map_err(|code| Error::Driver { op: "cublasSetWorkspace", code })?;
         Ok(blas)
+    }
+
+    /// Wraps an existing cudarc cuBLAS handle, so GEMMs issued through it can be captured:
+    /// a workspace of `workspace_bytes` is allocated on the idle `stream` and set on the
+    /// handle before any capture (cuBLAS would otherwise allocate one inside the capture),
+    /// the handle is bound to `stream`, and its pointer mode set to host (this type passes
+    /// `alpha`/`beta` from the host). The cudarc handle stays alive as long as this value,
+    /// and is destroyed by cudarc, not here.
+    ///
+    /// cuBLAS binds one stream per handle: from now on GEMMs issued through the cudarc
+    /// handle itself also go to the stream of the last [`sgemm`](Self::sgemm). Pass the
+    /// [`Stream`] that wraps the handle's own cudarc stream
+    /// ([`Context::wrap_cudarc_stream`](crate::Context::wrap_cudarc_stream)) to keep the
+    /// two views the same.
+    ///
+    /// cudarc does not say which stream or context a `CudaBlas` was made for, so a handle of
+    /// another context is reported by cuBLAS at the first GEMM, not here.
+    ///
+    /// # Errors
+    /// [`Error::ContextMismatch`] on the simulated device; allocation errors; [`Error::Driver`] with a `CUBLAS_STATUS_*` code.
+    pub fn from_cudarc(stream: &mut Stream<Idle>, blas: Arc<CudaBlas>, workspace_bytes: usize) -> Result<Self> {
+        let op = "Blas::from_cudarc";
+        if stream.context().cudarc().is_none() {
+            return Err(Error::ContextMismatch { op, what: "cuBLAS handle (the simulated device has none)" });
+        }
+        let workspace = stream.alloc_zeros::<u8>(workspace_bytes)?;
+        blas.set_pointer_mode(cudarc::cublas::sys::cublasPointerMode_t::CUBLAS_POINTER_MODE_HOST).map_err(|e| {
+            Error::Driver { op: "cublasSetPointerMode", code: DriverCode(DriverCode::BLAS_STATUS_BASE | e.0 as u32) }
+        })?;
+        let handle = *blas.handle() as usize;
+        let b = stream.context().b();
+        b.blas_bind(handle, stream.raw, workspace.ptr, workspace_bytes)
+            .map_err(|code| Error::Driver { op: "cublasSetWorkspace", code })?;
+        Ok(Self { handle, workspace, cudarc: Some(blas), _not_sync: PhantomData })
     }
 
     /// `C = alpha * op(A) * op(B) + beta * C` in single precision, column-major, on
@@ -114,34 +155,41 @@ impl Blas {
     /// [`Error::InvalidGemm`], [`Error::ContextMismatch`], [`Error::Driver`].
     #[allow(clippy::too_many_arguments)]
     #[track_caller]
-    pub fn sgemm<'a, S: Records<'a>>(
+    pub fn sgemm<'a, S, A, B, C>(
         &'a self,
         stream: &mut Stream<S>,
         trans_a: Transpose,
         trans_b: Transpose,
         mnk: (usize, usize, usize),
         alpha: f32,
-        a: (&'a DeviceBuffer<f32>, usize),
-        b: (&'a DeviceBuffer<f32>, usize),
+        a: (&'a A, usize),
+        b: (&'a B, usize),
         beta: f32,
-        c: (&'a DeviceBuffer<f32>, usize),
-    ) -> Result<()> {
+        c: (&'a C, usize),
+    ) -> Result<()>
+    where
+        S: Records<'a>,
+        A: DeviceMemory<Elem = f32> + ?Sized,
+        B: DeviceMemory<Elem = f32> + ?Sized,
+        C: DeviceMemory<Elem = f32> + ?Sized,
+    {
         let site = CallSite::caller();
         let (m, n, k) = mnk;
         let (ta, tb) = (trans_a == Transpose::Yes, trans_b == Transpose::Yes);
-        for buf in [a.0, b.0, c.0] {
-            if !buf.ctx.same(stream.context()) {
-                return Err(Error::ContextMismatch { op: "Blas::sgemm", what: "matrix" });
-            }
+        let a = (a.0.mem_ref(), a.1);
+        let b = (b.0.mem_ref(), b.1);
+        let c = (c.0.mem_ref(), c.1);
+        for buf in [&a.0, &b.0, &c.0] {
+            buf.check(stream.context(), "Blas::sgemm", "matrix")?;
         }
         if !self.workspace.ctx.same(stream.context()) {
             return Err(Error::ContextMismatch { op: "Blas::sgemm", what: "cuBLAS handle" });
         }
         let (ra, ca) = if ta { (k, m) } else { (m, k) };
         let (rb, cb) = if tb { (n, k) } else { (k, n) };
-        fits("A", a.0, a.1, ra, ca)?;
-        fits("B", b.0, b.1, rb, cb)?;
-        fits("C", c.0, c.1, m, n)?;
+        fits("A", &a.0, a.1, ra, ca)?;
+        fits("B", &b.0, b.1, rb, cb)?;
+        fits("C", &c.0, c.1, m, n)?;
         let g = Gemm {
             trans_a: ta,
             trans_b: tb,
@@ -149,12 +197,12 @@ impl Blas {
             n: dim("n", n)?,
             k: dim("k", k)?,
             alpha,
-            a: a.0.ptr,
+            a: DevPtr(a.0.ptr),
             lda: dim("lda", a.1)?,
-            b: b.0.ptr,
+            b: DevPtr(b.0.ptr),
             ldb: dim("ldb", b.1)?,
             beta,
-            c: c.0.ptr,
+            c: DevPtr(c.0.ptr),
             ldc: dim("ldc", c.1)?,
         };
         let ws = (self.workspace.ptr, self.workspace.len());
@@ -164,6 +212,9 @@ impl Blas {
 
 impl Drop for Blas {
     fn drop(&mut self) {
+        if self.cudarc.is_some() {
+            return; // cudarc's `CudaBlas` owns the handle and destroys it.
+        }
         if let Err(code) = self.workspace.ctx.b().blas_destroy(self.handle) {
             log::error!("capture-core: destroying a cuBLAS handle failed: {code}");
         }

@@ -57,10 +57,6 @@ impl<T> DeviceBuffer<T> {
     pub fn num_bytes(&self) -> usize {
         self.len * std::mem::size_of::<T>()
     }
-    /// The device address (for interop with code that takes raw `CUdeviceptr`s).
-    pub fn device_ptr(&self) -> u64 {
-        self.ptr.0
-    }
     /// The context it was allocated in.
     pub fn context(&self) -> &Context {
         &self.ctx

@@ -243,8 +243,11 @@ pub enum Error {
     },
 
     /// A kernel was launched with arguments that do not match its parameters.
-    #[error("kernel `{kernel}` takes {expected} but was launched with {given}; pass arguments whose number and sizes match the kernel's `.param` list")]
+    #[error("kernel `{kernel}` was launched with arguments that do not match its parameters: {reason}. It takes {expected} and was given {given}; pass arguments whose number, sizes and types (float, signed, unsigned, pointer) match the kernel's `.param` list")]
     ArgumentMismatch {
+        /// The first disagreement, naming the parameter (its index and PTX name) and the
+        /// argument given for it.
+        reason: String,
         /// The kernel.
         kernel: String,
         /// The kernel's parameters, described.
@@ -293,10 +296,14 @@ pub enum Error {
     },
 
     /// The capture was invalidated by an illegal operation.
-    #[error("the capture was invalidated{}: {code}; nothing was recorded into a graph. Move that operation before `capture()` or after `finish()`; the stream is idle again and usable", cause_text(cause))]
+    #[error("the capture was invalidated{}: {code}{}; nothing was recorded into a graph. {}; the stream is idle again and usable", cause_text(cause), last_op_text(last_op), invalidation_hint(*code, cause.is_some()))]
     CaptureInvalidated {
         /// The operation that invalidated it, where known.
         cause: Option<OpSite>,
+        /// The last operation this library saw recorded before the capture ended: work
+        /// issued behind the library's back (through cudarc or a framework on the same
+        /// stream) happened after it.
+        last_op: Option<OpSite>,
         /// The driver code that reported it.
         code: DriverCode,
     },
@@ -410,6 +417,23 @@ fn cause_text(cause: &Option<OpSite>) -> String {
     match cause {
         Some(c) => format!(" by {c}"),
         None => String::new(),
+    }
+}
+
+fn last_op_text(last: &Option<OpSite>) -> String {
+    match last {
+        Some(l) => format!(" (the last operation this library recorded was {l})"),
+        None => " (this library recorded no operation in it)".to_owned(),
+    }
+}
+
+fn invalidation_hint(code: DriverCode, cause_known: bool) -> &'static str {
+    match code {
+        DriverCode::STREAM_CAPTURE_INVALIDATED if !cause_known => "No operation issued through this library failed, so something issued behind its back did: usually a synchronize, stream or event query, or synchronous copy made through a cudarc handle (a clone of `Stream::cudarc()`, a candle device) while the capture was active, right after the last operation named here. Issue such calls before `capture()` or after `finish()`",
+        DriverCode::STREAM_CAPTURE_ISOLATION => "CUDA_ERROR_STREAM_CAPTURE_ISOLATION means work in the capture waited on an event recorded outside it, usually an event recorded before `capture()`: cudarc's per-buffer event tracking does this once a program has a second stream (this crate turns it off for the length of a capture on contexts it wraps; code that records or waits on its own events must do the same), or a `wait_event` on an event recorded before the capture. Record the event inside the capture, or wait on it before `capture()`",
+        DriverCode::STREAM_CAPTURE_IMPLICIT => "CUDA_ERROR_STREAM_CAPTURE_IMPLICIT means work went to the legacy default stream, which synchronizes with the capturing stream: use non-blocking streams",
+        DriverCode::STREAM_CAPTURE_UNSUPPORTED => "An operation not allowed during capture (a synchronize, a synchronous copy or allocation, a query) was issued, perhaps through a cudarc handle: move it before `capture()` or after `finish()`",
+        _ => "Move that operation before `capture()` or after `finish()`",
     }
 }
 

@@ -155,6 +155,7 @@ impl<'s, 'a> CaptureGuard<'s, 'a> {
             });
         }
         crate::registry::fail_fast::register(idle.ctx.inner.domain, id, opts.mode, site);
+        crate::interop::tracking::enter(&idle.ctx);
         let book = Rc::new(RefCell::new(CaptureBook {
             id,
             mode: opts.mode,
@@ -210,6 +211,7 @@ impl<'s, 'a> CaptureGuard<'s, 'a> {
             }
         }
         let outcome = b.end_capture(raw);
+        crate::interop::tracking::leave(&ctx);
         crate::registry::fail_fast::unregister(ctx.inner.domain, self.id());
         let entry = ctx.reg().end(self.id(), b);
         let mut book = self.cap.ext.borrow_mut();
@@ -243,6 +245,7 @@ impl<'s, 'a> CaptureGuard<'s, 'a> {
             invalidated_by,
             last_op: book.last_op.clone(),
             ran_eagerly: eager,
+            unpinned_host_copies: Vec::new(),
             outcome: outcome.err(),
             abandoned: false,
         };
@@ -258,7 +261,11 @@ impl<'s, 'a> CaptureGuard<'s, 'a> {
                 let site = book.forks.iter().find(|f| !f.2).map(|f| f.0).unwrap_or(book.began_at);
                 Error::UnjoinedFork { fork_site: site }
             }
-            c if c.is_capture_error() => Error::CaptureInvalidated { cause: report.invalidated_by.clone(), code: c },
+            c if c.is_capture_error() => Error::CaptureInvalidated {
+                cause: report.invalidated_by.clone(),
+                last_op: report.last_op.clone(),
+                code: c,
+            },
             c => Error::Driver { op: "cuStreamEndCapture", code: c },
         }
     }
@@ -292,6 +299,9 @@ impl<'s, 'a> CaptureGuard<'s, 'a> {
             return Err(Error::EmptyCapture);
         }
         report.nodes = nodes;
+        if nodes.memcpy > 0 {
+            report.unpinned_host_copies = b.graph_host_copies(graph).unwrap_or_default();
+        }
         let exec = match b.graph_instantiate(graph) {
             Ok(e) => e,
             Err(code) => {
@@ -305,6 +315,12 @@ impl<'s, 'a> CaptureGuard<'s, 'a> {
                 report.capture_id,
                 report.allocation_count(),
                 report.allocation_bytes()
+            );
+        }
+        if !report.unpinned_host_copies.is_empty() {
+            log::warn!(
+                "capture-core: capture #{} recorded copies from pageable host memory (issued outside this library, e.g. through cudarc); replays read a stale host address:\n{report}",
+                report.capture_id
             );
         }
         if !report.ran_eagerly.is_empty() {
@@ -341,6 +357,9 @@ impl<'s, 'a> CaptureGuard<'s, 'a> {
                 // topology (same nodes, same types, same edges), so the counts carry over:
                 // no cuGraphNodeGetType per node (30-46 ns each on an H100, issue #5).
                 report.nodes = graph.nodes;
+                if report.nodes.memcpy > 0 {
+                    report.unpinned_host_copies = b.graph_host_copies(new).unwrap_or_default();
+                }
                 let old = std::mem::replace(&mut graph.graph, new);
                 if let Err(code) = b.graph_destroy(old) {
                     log::error!("capture-core: destroying the replaced graph failed: {code}");
@@ -357,6 +376,9 @@ impl<'s, 'a> CaptureGuard<'s, 'a> {
                         return Err(Error::Driver { op: "cuGraphGetNodes", code });
                     }
                 };
+                if report.nodes.memcpy > 0 {
+                    report.unpinned_host_copies = b.graph_host_copies(new).unwrap_or_default();
+                }
                 let exec = match b.graph_instantiate(new) {
                     Ok(e) => e,
                     Err(code) => {

@@ -137,6 +137,78 @@
 //! # Ok(()) }
 //! ```
 
+//! ## 7. Interop: adopt capture in a cudarc (or candle) code base
+//! Existing code keeps its cudarc objects; capture comes in one function at a time.
+//!
+//! 1. **Wrap the context and stream you already have.** [`Context::from_cudarc`] takes
+//!    your `Arc<CudaContext>`, [`Context::wrap_cudarc_stream`] your `Arc<CudaStream>`
+//!    (candle's stream, for instance); [`Stream::cudarc`] hands it back.
+//! 2. **Pass your buffers as they are.** `&CudaSlice<T>`, `&CudaView<T>` and
+//!    `&CudaViewMut<T>` (and `&`/`Arc`/`Rc`/`Box` of them) are [`DeviceMemory`], accepted
+//!    wherever a [`DeviceBuffer`] is: kernel arguments, `copy_async`, `memset_async`,
+//!    `upload_async`/`download_async` through pinned buffers, `upload`/`download`, and
+//!    `Blas::sgemm` (feature `cublas`). The [`Graph`] borrows them, so dropping a slice while a graph that
+//!    uses it lives does not compile. A slice of another CUDA context is
+//!    [`Error::ContextMismatch`].
+//! 3. **Make your own types kernel arguments** with the public [`KernelArg`] trait: return
+//!    [`KernelParam::device_ptr`]`(&self.storage)` (borrowed, so graphs borrow your type).
+//!    The raw-address routes ([`KernelParam::raw_device_ptr`], `DeviceBuffer::device_ptr`)
+//!    are `unsafe`: a bare `u64` cannot carry a borrow.
+//! 4. **Launch your kernels.** [`Kernel::from_cudarc`] (or
+//!    [`Kernel::from_cudarc_module`]) wraps a `CudaFunction`; given the PTX text it came
+//!    from, every launch is checked against the entry's `.param` list — count, sizes and
+//!    type class (a `u32` for an `.f32` is refused, naming the parameter).
+//!    `Blas::from_cudarc` (feature `cublas`) wraps your `CudaBlas`, setting a workspace before capture.
+//! 5. **Capture as usual.** For the length of every capture on a wrapped context, cudarc's
+//!    per-buffer event tracking is switched off and then restored to what it was — on
+//!    `finish`, drop, `?` and panic alike, counted across concurrent captures. Left on, a
+//!    launch inside the capture would wait on an event recorded before it and break it with
+//!    `CUDA_ERROR_STREAM_CAPTURE_ISOLATION`; [`Error::CaptureInvalidated`] explains that
+//!    code, and names the last operation the library saw.
+//! 6. **Read the report.** Its node counts come from the graph itself, so they include what
+//!    a framework issued on the stream through cudarc (allocation nodes included).
+//!
+//! **What the types cannot stop, and what this crate does instead.** A clone of
+//! `Stream::cudarc()` (or a framework holding the same `CudaStream`) can still call cudarc
+//! directly during a capture. This crate does not intercept cudarc; it makes each such call
+//! visible rather than refusing it, because refusing would need a wrapper around every
+//! cudarc entry point, and code written for cudarc (candle) would not go through it:
+//! - `synchronize`, queries, and synchronous copies on the capturing stream are refused by
+//!   the driver, which invalidates the capture: `finish` returns
+//!   [`Error::CaptureInvalidated`] with the driver code, the last operation this library
+//!   recorded, and the likely cause (a call made behind its back);
+//! - an upload from a `Vec` (`CudaStream::memcpy_htod`) is *recorded* by the driver as a copy
+//!   from pageable host memory, which every replay re-reads from an address that no longer
+//!   holds the data: it is listed in [`CaptureReport::unpinned_host_copies`] (read from the
+//!   graph's copy nodes) and logged as a warning; upload through a [`PinnedBuffer`] with
+//!   `upload_async` instead;
+//! - allocations through cudarc (`alloc_zeros` with stream-ordered allocation) become graph
+//!   memory nodes, counted in the report's `nodes.mem_alloc`.
+//!
+//! ```
+//! use capture_core::*;
+//! # fn main() -> Result<()> {
+//! // With a GPU: let ctx = Context::from_cudarc(cuda_ctx)?; let mut stream = ctx.wrap_cudarc_stream(cuda_stream)?;
+//! let ctx = Context::simulated();
+//! # kernels::register_chain_kernels(ctx.sim().unwrap());
+//! let mut stream = ctx.new_stream()?;
+//! let module = ctx.load_module(kernels::CHAIN_PTX)?;
+//! let scale = module.kernel("scale_f32")?; // (x: .u64, out: .u64, alpha: .f32, n: .u32)
+//! let x = stream.upload_new(&[1.0f32; 256])?;
+//! let out = stream.alloc_zeros::<f32>(256)?;
+//! let cfg = LaunchConfig::for_num_elems(256);
+//! // An integer where the PTX says `.f32` has the right size and computes garbage: refused.
+//! let e = stream.launch(&scale, cfg, (&x, &out, 2u32, 256u32)).unwrap_err();
+//! assert!(matches!(e, Error::ArgumentMismatch { .. }));
+//! let mut g = stream.capture()?;
+//! g.launch(&scale, cfg, (&x, &out, 2.0f32, 256u32))?;
+//! let (graph, report) = g.finish()?;
+//! assert!(report.unpinned_host_copies.is_empty());
+//! graph.launch(&mut stream)?;
+//! assert_eq!(stream.download(&out)?[0], 2.0);
+//! # Ok(()) }
+//! ```
+
 #![deny(unsafe_code)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![warn(missing_docs)]
@@ -150,6 +222,7 @@ mod error;
 mod event;
 mod graph;
 mod guard;
+mod interop;
 pub mod kernels;
 mod module;
 mod pool;
@@ -174,9 +247,10 @@ pub use error::{CallSite, DriverCode, Error, OpSite, Result};
 pub use event::Event;
 pub use graph::Graph;
 pub use guard::{AllocPolicy, AllocRecord, CaptureGuard, CaptureOptions, GraphUpdate};
-pub use module::{Kernel, KernelArg, KernelArgs, LaunchConfig, Module, MAX_KERNEL_ARGS};
+pub use interop::DeviceMemory;
+pub use module::{Kernel, KernelArg, KernelArgs, KernelParam, LaunchConfig, Module, MAX_KERNEL_ARGS};
 pub use pool::CapturePool;
-pub use report::{CaptureReport, WatchdogReport};
+pub use report::{CaptureReport, HostCopy, WatchdogReport};
 pub use scalar::DeviceScalar;
 pub use state::{
     BeginCapture, Capturing, Free, Idle, ManagedAlloc, PinnedAlloc, Query, Records, StreamState, SyncAlloc, SyncCopy,

@@ -2,13 +2,78 @@
 //! launch's arguments can be checked against the kernel's signature before the driver sees
 //! them (on both the GPU and the simulated device).
 
+/// The type class of a PTX parameter (or of a kernel argument), which a launch checks
+/// besides the size: a `u32` passed where the PTX declares `.f32` has the right size and
+/// computes garbage, so it is refused.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ParamClass {
+    /// `.f16`, `.bf16`, `.f32`, `.f64` (and their `x2` forms): takes floats only.
+    Float,
+    /// `.s8` … `.s64`: takes signed integers only.
+    Signed,
+    /// `.u8` … `.u64`: takes unsigned integers; `.u64` also takes device pointers (nvcc
+    /// declares pointer parameters as `.u64`).
+    Unsigned,
+    /// `.b8` … `.b64`, `.pred`: untyped bits; takes integers and pointers, not floats.
+    Bits,
+    /// A parameter with a `.ptr` qualifier: takes device pointers only.
+    Pointer,
+    /// A by-value array or struct (`.b8 name[24]`): no launch argument matches it.
+    Aggregate,
+}
+
+impl ParamClass {
+    /// Whether an argument of class `arg` may be passed to a parameter of this class
+    /// (sizes are checked separately). Arguments are `Float`, `Signed`, `Unsigned` or
+    /// `Pointer`.
+    #[inline]
+    pub fn accepts(self, arg: ParamClass) -> bool {
+        use ParamClass::*;
+        matches!(
+            (self, arg),
+            (Float, Float)
+                | (Signed, Signed)
+                | (Unsigned, Unsigned | Pointer)
+                | (Bits, Signed | Unsigned | Pointer)
+                | (Pointer, Pointer)
+        )
+    }
+
+    /// A bit mask of the argument classes this parameter class accepts (bit = `arg as u8`),
+    /// precomputed per kernel so the per-launch check is a shift and a mask.
+    pub(crate) fn accept_mask(self) -> u8 {
+        use ParamClass::*;
+        [Float, Signed, Unsigned, Bits, Pointer, Aggregate]
+            .iter()
+            .filter(|a| self.accepts(**a))
+            .fold(0u8, |m, a| m | 1 << (*a as u8))
+    }
+
+    /// "float", "signed integer", …: for error messages.
+    pub fn describe(self) -> &'static str {
+        match self {
+            ParamClass::Float => "float",
+            ParamClass::Signed => "signed integer",
+            ParamClass::Unsigned => "unsigned integer",
+            ParamClass::Bits => "untyped bits",
+            ParamClass::Pointer => "device pointer",
+            ParamClass::Aggregate => "by-value aggregate",
+        }
+    }
+}
+
 /// One `.param` of an entry.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Param {
+    /// The parameter's name in the PTX (empty when the declaration has none).
+    pub name: String,
     /// The PTX type, e.g. `u64`, `f32`, or `b8[24]` for a by-value struct.
     pub ty: String,
     /// Its size in bytes.
     pub bytes: usize,
+    /// Its type class.
+    pub class: ParamClass,
 }
 
 /// A kernel entry point.
@@ -25,6 +90,18 @@ impl KernelSignature {
     pub fn describe(&self) -> String {
         let tys: Vec<&str> = self.params.iter().map(|p| p.ty.as_str()).collect();
         format!("{} parameter{} ({})", tys.len(), if tys.len() == 1 { "" } else { "s" }, tys.join(", "))
+    }
+}
+
+fn scalar_class(ty: &str) -> ParamClass {
+    if ty.starts_with('f') || ty.starts_with("bf") {
+        ParamClass::Float
+    } else if ty.starts_with('s') {
+        ParamClass::Signed
+    } else if ty.starts_with('u') {
+        ParamClass::Unsigned
+    } else {
+        ParamClass::Bits
     }
 }
 
@@ -80,32 +157,60 @@ pub fn parse(ptx: &str) -> Result<Vec<KernelSignature>, String> {
 }
 
 fn parse_param(decl: &str) -> Result<Param, String> {
-    let words: Vec<&str> = decl.split_whitespace().collect();
+    // Qualifiers may be joined (`.ptr.global.align 16`, as the PTX ISA writes them) or
+    // separate (`.ptr .global .align 16`): split joined ones into words.
+    let mut words: Vec<&str> = Vec::new();
+    for w in decl.split_whitespace() {
+        if w.starts_with('.') && w[1..].contains('.') {
+            let mut rest = w;
+            while let Some(next) = rest[1..].find('.') {
+                words.push(&rest[..next + 1]);
+                rest = &rest[next + 1..];
+            }
+            words.push(rest);
+        } else {
+            words.push(w);
+        }
+    }
     if words.first() != Some(&".param") {
         return Err(format!("`{decl}` is not a `.param` declaration"));
     }
     let mut i = 1;
-    let mut align = None;
-    // Optional state space qualifiers such as `.ptr .global .align 4`.
+    let mut pointer = false;
+    // Optional qualifiers such as `.ptr .global .align 4`, before or after the type.
+    let mut ty = None;
+    let mut name = "";
     while i < words.len() {
         match words[i] {
-            ".align" => {
-                align = words.get(i + 1).and_then(|a| a.parse::<usize>().ok());
-                i += 2;
+            ".align" => i += 2,
+            ".ptr" => {
+                pointer = true;
+                i += 1;
             }
-            ".ptr" | ".global" | ".const" | ".local" | ".shared" => i += 1,
-            _ => break,
+            ".global" | ".const" | ".local" | ".shared" => i += 1,
+            w if ty.is_none() => {
+                ty = Some(w);
+                i += 1;
+            }
+            w => {
+                name = w;
+                i += 1;
+            }
         }
     }
-    let ty = words.get(i).and_then(|t| t.strip_prefix('.')).ok_or_else(|| format!("`{decl}` has no type"))?;
+    let ty = ty.and_then(|t| t.strip_prefix('.')).ok_or_else(|| format!("`{decl}` has no type"))?;
     let elem = scalar_bytes(ty).ok_or_else(|| format!("unknown parameter type `.{ty}` in `{decl}`"))?;
-    let name = words.get(i + 1).copied().unwrap_or("");
     if let (Some(open), true) = (name.find('['), name.ends_with(']')) {
         let n: usize = name[open + 1..name.len() - 1].parse().map_err(|_| format!("bad array length in `{decl}`"))?;
-        let _ = align;
-        return Ok(Param { ty: format!("{ty}[{n}]"), bytes: elem * n });
+        return Ok(Param {
+            name: name[..open].to_owned(),
+            ty: format!("{ty}[{n}]"),
+            bytes: elem * n,
+            class: ParamClass::Aggregate,
+        });
     }
-    Ok(Param { ty: ty.to_owned(), bytes: elem })
+    let class = if pointer { ParamClass::Pointer } else { scalar_class(ty) };
+    Ok(Param { name: name.to_owned(), ty: ty.to_owned(), bytes: elem, class })
 }
 
 #[cfg(test)]
@@ -125,10 +230,34 @@ mod tests {
     #[test]
     fn reads_struct_params_and_rejects_garbage() {
         let s = parse(".visible .entry k(\n .param .align 8 .b8 k_param_0[24],\n .param .f64 x\n)\n{ ret; }").unwrap();
-        assert_eq!(s[0].params[0], Param { ty: "b8[24]".into(), bytes: 24 });
+        assert_eq!(
+            s[0].params[0],
+            Param { name: "k_param_0".into(), ty: "b8[24]".into(), bytes: 24, class: ParamClass::Aggregate }
+        );
         assert_eq!(s[0].params[1].bytes, 8);
+        assert_eq!(s[0].params[1].class, ParamClass::Float);
         assert!(parse("__global__ void k() {}").is_err());
         assert!(parse(".entry k(.param .u64 a").is_err());
         assert!(parse(".entry k(.param .weird a)").is_err());
+    }
+
+    // Issue #13, item 4: parameters carry a type class, not just a size.
+    #[test]
+    fn reads_type_classes() {
+        let s = parse(
+            ".entry k(.param .f32 a, .param .u32 b, .param .s32 c, .param .b32 d, .param .u64 .ptr .global .align 4 e, .param .bf16 f, .param .pred g, .param .u64 .ptr.global.align 16 h)",
+        )
+        .unwrap();
+        let classes: Vec<ParamClass> = s[0].params.iter().map(|p| p.class).collect();
+        use ParamClass::*;
+        assert_eq!(classes, [Float, Unsigned, Signed, Bits, Pointer, Float, Bits, Pointer]);
+        assert_eq!(s[0].params[4].name, "e");
+        assert_eq!(s[0].params[7].name, "h");
+        assert_eq!(s[0].params[7].bytes, 8);
+        assert!(!Float.accepts(Unsigned));
+        assert!(!Unsigned.accepts(Signed));
+        assert!(!Bits.accepts(Float));
+        assert!(Unsigned.accepts(Pointer));
+        assert!(!Pointer.accepts(Unsigned));
     }
 }

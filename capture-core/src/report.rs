@@ -33,12 +33,27 @@ pub struct CaptureReport {
     /// is not in the graph (on real hardware such work returns success; every replay then
     /// misses it).
     pub ran_eagerly: Vec<OpSite>,
+    /// Copies in the graph whose host side is pageable (unpinned) memory — read from the
+    /// graph itself, so they include copies issued behind this library's back, e.g. a
+    /// cudarc `memcpy_htod` from a `Vec` on the capturing stream. Each replays from that
+    /// host address, which by then usually holds other data or has been freed: upload
+    /// through a [`PinnedBuffer`](crate::PinnedBuffer) with `upload_async` instead.
+    pub unpinned_host_copies: Vec<HostCopy>,
     /// The driver's error ending the capture, if any.
     pub outcome: Option<DriverCode>,
     /// Dropped without `finish()`.
     pub abandoned: bool,
     /// The watchdog's verdict, when the capture had a deadline.
     pub watchdog: Option<WatchdogReport>,
+}
+
+/// A graph copy node whose host side is pageable memory.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct HostCopy {
+    /// Bytes copied.
+    pub bytes: usize,
+    /// Host to device (else device to host).
+    pub to_device: bool,
 }
 
 /// What the watchdog saw of a capture with a deadline.
@@ -100,6 +115,17 @@ impl fmt::Display for CaptureReport {
         }
         if let Some(c) = &self.invalidated_by {
             writeln!(f, "  invalidated by {c}")?;
+        }
+        if !self.unpinned_host_copies.is_empty() {
+            writeln!(
+                f,
+                "  copies from/to pageable host memory, replayed from a stale host address ({}):",
+                self.unpinned_host_copies.len()
+            )?;
+            for c in self.unpinned_host_copies.iter().take(16) {
+                let dir = if c.to_device { "host to device" } else { "device to host" };
+                writeln!(f, "    {} bytes, {dir}", c.bytes)?;
+            }
         }
         if !self.ran_eagerly.is_empty() {
             writeln!(f, "  ran eagerly, NOT in the graph ({}):", self.ran_eagerly.len())?;

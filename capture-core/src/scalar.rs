@@ -7,7 +7,6 @@ use bytemuck::Pod;
 use crate::buffer::{DeviceBuffer, PinnedBuffer};
 use crate::error::{Error, Result};
 use crate::event::Event;
-use crate::module::{ArgCx, KernelArg};
 use crate::state::Idle;
 use crate::stream::Stream;
 
@@ -41,7 +40,7 @@ use crate::stream::Stream;
 /// # Ok(()) }
 /// ```
 pub struct DeviceScalar<T> {
-    dev: DeviceBuffer<T>,
+    pub(crate) dev: DeviceBuffer<T>,
     staging: PinnedBuffer<T>,
     copied: Event,
 }
@@ -91,16 +90,5 @@ impl<T: Pod> DeviceScalar<T> {
     /// The device buffer holding the value.
     pub fn buffer(&self) -> &DeviceBuffer<T> {
         &self.dev
-    }
-}
-
-/// Passed to a kernel as the value's device address.
-impl<'a, T> KernelArg<'a> for &'a DeviceScalar<T> {
-    #[inline]
-    fn slot(&self, cx: &ArgCx<'_>) -> Result<(u64, u8)> {
-        (&self.dev).slot(cx)
-    }
-    fn describe(&self) -> &'static str {
-        "device scalar pointer"
     }
 }

@@ -14,6 +14,7 @@ use crate::error::{CallSite, DriverCode, Error, Result};
 use crate::event::Event;
 use crate::graph::Graph;
 use crate::guard::{AllocRecord, CaptureGuard, CaptureOptions};
+use crate::interop::DeviceMemory;
 use crate::module::{mismatch, ArgCx, Kernel, KernelArgs, LaunchConfig, MAX_KERNEL_ARGS};
 use crate::registry::Deferred;
 use crate::report::CaptureReport;
@@ -135,8 +136,9 @@ impl<S: StreamState> Stream<S> {
         let cx = ArgCx { ctx: &self.ctx, capture: S::capture_id(&self.ext) };
         let mut slots = [0u64; MAX_KERNEL_ARGS];
         let mut sizes = [0u8; MAX_KERNEL_ARGS];
-        let n = args.pack(&cx, &mut slots, &mut sizes)?;
-        if !kernel.args_match(&sizes[..n]) {
+        let mut classes = [0u8; MAX_KERNEL_ARGS];
+        let n = args.pack(&cx, &mut slots, &mut sizes, &mut classes)?;
+        if !kernel.args_match(&sizes[..n], &classes[..n]) {
             return Err(mismatch(kernel, &sizes[..n], &args.describe()));
         }
         let params = LaunchParams {
@@ -159,13 +161,14 @@ impl<S: StreamState> Stream<S> {
     /// # Errors
     /// [`Error::ContextMismatch`] or [`Error::Driver`].
     #[track_caller]
-    pub fn memset_async<'a, T>(&mut self, buf: &'a DeviceBuffer<T>, byte: u8) -> Result<()>
+    pub fn memset_async<'a, M: DeviceMemory + ?Sized>(&mut self, buf: &'a M, byte: u8) -> Result<()>
     where
         S: Records<'a>,
     {
         let site = CallSite::caller();
-        self.check_ctx("Stream::memset_async", "buffer", &buf.ctx)?;
-        self.run("Stream::memset_async", site, |b, s| b.memset_d8_async(buf.ptr, byte, buf.num_bytes(), s))
+        let m = buf.mem_ref();
+        m.check(&self.ctx, "Stream::memset_async", "buffer")?;
+        self.run("Stream::memset_async", site, |b, s| b.memset_d8_async(DevPtr(m.ptr), byte, m.bytes, s))
     }
 
     /// Copies `src` into `dst` on the device, in stream order.
@@ -173,17 +176,20 @@ impl<S: StreamState> Stream<S> {
     /// # Errors
     /// [`Error::LengthMismatch`], [`Error::ContextMismatch`] or [`Error::Driver`].
     #[track_caller]
-    pub fn copy_async<'a, T>(&mut self, dst: &'a DeviceBuffer<T>, src: &'a DeviceBuffer<T>) -> Result<()>
+    pub fn copy_async<'a, T, D, R>(&mut self, dst: &'a D, src: &'a R) -> Result<()>
     where
         S: Records<'a>,
+        D: DeviceMemory<Elem = T> + ?Sized,
+        R: DeviceMemory<Elem = T> + ?Sized,
     {
         let site = CallSite::caller();
-        self.check_ctx("Stream::copy_async", "destination buffer", &dst.ctx)?;
-        self.check_ctx("Stream::copy_async", "source buffer", &src.ctx)?;
-        if dst.len != src.len {
-            return Err(Error::LengthMismatch { op: "Stream::copy_async", dst: dst.len, src: src.len });
+        let (d, r) = (dst.mem_ref(), src.mem_ref());
+        d.check(&self.ctx, "Stream::copy_async", "destination buffer")?;
+        r.check(&self.ctx, "Stream::copy_async", "source buffer")?;
+        if d.len != r.len {
+            return Err(Error::LengthMismatch { op: "Stream::copy_async", dst: d.len, src: r.len });
         }
-        self.run("Stream::copy_async", site, |b, s| b.memcpy_dtod_async(dst.ptr, src.ptr, dst.num_bytes(), s))
+        self.run("Stream::copy_async", site, |b, s| b.memcpy_dtod_async(DevPtr(d.ptr), DevPtr(r.ptr), d.bytes, s))
     }
 
     /// Copies pinned host memory to the device, in stream order. Captured, the copy re-reads
@@ -192,17 +198,22 @@ impl<S: StreamState> Stream<S> {
     /// # Errors
     /// [`Error::LengthMismatch`], [`Error::ContextMismatch`] or [`Error::Driver`].
     #[track_caller]
-    pub fn upload_async<'a, T: Pod>(&mut self, dst: &'a DeviceBuffer<T>, src: &'a PinnedBuffer<T>) -> Result<()>
+    pub fn upload_async<'a, T: Pod, D: DeviceMemory<Elem = T> + ?Sized>(
+        &mut self,
+        dst: &'a D,
+        src: &'a PinnedBuffer<T>,
+    ) -> Result<()>
     where
         S: Records<'a>,
     {
         let site = CallSite::caller();
-        self.check_ctx("Stream::upload_async", "destination buffer", &dst.ctx)?;
+        let d = dst.mem_ref();
+        d.check(&self.ctx, "Stream::upload_async", "destination buffer")?;
         self.check_ctx("Stream::upload_async", "pinned buffer", &src.ctx)?;
-        if dst.len != src.len {
-            return Err(Error::LengthMismatch { op: "Stream::upload_async", dst: dst.len, src: src.len });
+        if d.len != src.len {
+            return Err(Error::LengthMismatch { op: "Stream::upload_async", dst: d.len, src: src.len });
         }
-        self.run("Stream::upload_async", site, |b, s| b.memcpy_htod_async(dst.ptr, src.ptr, dst.num_bytes(), s))
+        self.run("Stream::upload_async", site, |b, s| b.memcpy_htod_async(DevPtr(d.ptr), src.ptr, d.bytes, s))
     }
 
     /// Copies device memory to pinned host memory, in stream order. Read the result after
@@ -211,17 +222,22 @@ impl<S: StreamState> Stream<S> {
     /// # Errors
     /// [`Error::LengthMismatch`], [`Error::ContextMismatch`] or [`Error::Driver`].
     #[track_caller]
-    pub fn download_async<'a, T: Pod>(&mut self, dst: &'a PinnedBuffer<T>, src: &'a DeviceBuffer<T>) -> Result<()>
+    pub fn download_async<'a, T: Pod, R: DeviceMemory<Elem = T> + ?Sized>(
+        &mut self,
+        dst: &'a PinnedBuffer<T>,
+        src: &'a R,
+    ) -> Result<()>
     where
         S: Records<'a>,
     {
         let site = CallSite::caller();
+        let r = src.mem_ref();
         self.check_ctx("Stream::download_async", "pinned buffer", &dst.ctx)?;
-        self.check_ctx("Stream::download_async", "source buffer", &src.ctx)?;
-        if dst.len != src.len {
-            return Err(Error::LengthMismatch { op: "Stream::download_async", dst: dst.len, src: src.len });
+        r.check(&self.ctx, "Stream::download_async", "source buffer")?;
+        if dst.len != r.len {
+            return Err(Error::LengthMismatch { op: "Stream::download_async", dst: dst.len, src: r.len });
         }
-        self.run("Stream::download_async", site, |b, s| b.memcpy_dtoh_async(dst.ptr, src.ptr, src.num_bytes(), s))
+        self.run("Stream::download_async", site, |b, s| b.memcpy_dtoh_async(dst.ptr, DevPtr(r.ptr), r.bytes, s))
     }
 
     /// Records `event` at this point of the stream.
@@ -377,19 +393,20 @@ impl<S: StreamState> Stream<S> {
     /// # Errors
     /// [`Error::LengthMismatch`], [`Error::ContextMismatch`], [`Error::Driver`].
     #[track_caller]
-    pub fn upload<T: Pod>(&mut self, dst: &DeviceBuffer<T>, src: &[T]) -> Result<()>
+    pub fn upload<T: Pod, D: DeviceMemory<Elem = T> + ?Sized>(&mut self, dst: &D, src: &[T]) -> Result<()>
     where
         S: SyncCopy,
     {
         self.ctx.fail_fast("Stream::upload", CallSite::caller())?;
         let site = CallSite::caller();
-        self.check_ctx("Stream::upload", "buffer", &dst.ctx)?;
-        if dst.len != src.len() {
-            return Err(Error::LengthMismatch { op: "Stream::upload", dst: dst.len, src: src.len() });
+        let d = dst.mem_ref();
+        d.check(&self.ctx, "Stream::upload", "buffer")?;
+        if d.len != src.len() {
+            return Err(Error::LengthMismatch { op: "Stream::upload", dst: d.len, src: src.len() });
         }
         self.run("Stream::upload", site, |b, s| {
             b.stream_synchronize(s)?;
-            b.memcpy_htod(dst.ptr, bytemuck::cast_slice(src))
+            b.memcpy_htod(DevPtr(d.ptr), bytemuck::cast_slice(src))
         })
     }
 
@@ -398,12 +415,12 @@ impl<S: StreamState> Stream<S> {
     /// # Errors
     /// [`Error::ContextMismatch`], [`Error::Driver`].
     #[track_caller]
-    pub fn download<T: Pod>(&mut self, src: &DeviceBuffer<T>) -> Result<Vec<T>>
+    pub fn download<T: Pod, R: DeviceMemory<Elem = T> + ?Sized>(&mut self, src: &R) -> Result<Vec<T>>
     where
         S: SyncCopy,
     {
         self.ctx.fail_fast("Stream::download", CallSite::caller())?;
-        let mut v = vec![T::zeroed(); src.len];
+        let mut v = vec![T::zeroed(); src.mem_ref().len];
         self.download_into_at(src, &mut v, CallSite::caller())?;
         Ok(v)
     }
@@ -413,7 +430,7 @@ impl<S: StreamState> Stream<S> {
     /// # Errors
     /// [`Error::LengthMismatch`], [`Error::ContextMismatch`], [`Error::Driver`].
     #[track_caller]
-    pub fn download_into<T: Pod>(&mut self, src: &DeviceBuffer<T>, dst: &mut [T]) -> Result<()>
+    pub fn download_into<T: Pod, R: DeviceMemory<Elem = T> + ?Sized>(&mut self, src: &R, dst: &mut [T]) -> Result<()>
     where
         S: SyncCopy,
     {
@@ -421,14 +438,20 @@ impl<S: StreamState> Stream<S> {
         self.download_into_at(src, dst, CallSite::caller())
     }
 
-    fn download_into_at<T: Pod>(&self, src: &DeviceBuffer<T>, dst: &mut [T], site: CallSite) -> Result<()> {
-        self.check_ctx("Stream::download", "buffer", &src.ctx)?;
-        if dst.len() != src.len {
-            return Err(Error::LengthMismatch { op: "Stream::download", dst: dst.len(), src: src.len });
+    fn download_into_at<T: Pod, R: DeviceMemory<Elem = T> + ?Sized>(
+        &self,
+        src: &R,
+        dst: &mut [T],
+        site: CallSite,
+    ) -> Result<()> {
+        let r = src.mem_ref();
+        r.check(&self.ctx, "Stream::download", "buffer")?;
+        if dst.len() != r.len {
+            return Err(Error::LengthMismatch { op: "Stream::download", dst: dst.len(), src: r.len });
         }
         self.run("Stream::download", site, |b, s| {
             b.stream_synchronize(s)?;
-            b.memcpy_dtoh(bytemuck::cast_slice_mut(dst), src.ptr)
+            b.memcpy_dtoh(bytemuck::cast_slice_mut(dst), DevPtr(r.ptr))
         })
     }
 
@@ -476,16 +499,17 @@ impl<S: StreamState> Stream<S> {
     /// # Errors
     /// [`Error::ContextMismatch`], [`Error::Driver`].
     #[track_caller]
-    pub fn memset_sync<T>(&mut self, buf: &DeviceBuffer<T>, byte: u8) -> Result<()>
+    pub fn memset_sync<M: DeviceMemory + ?Sized>(&mut self, buf: &M, byte: u8) -> Result<()>
     where
         S: SyncCopy,
     {
         self.ctx.fail_fast("Stream::memset_sync", CallSite::caller())?;
         let site = CallSite::caller();
-        self.check_ctx("Stream::memset_sync", "buffer", &buf.ctx)?;
+        let m = buf.mem_ref();
+        m.check(&self.ctx, "Stream::memset_sync", "buffer")?;
         self.run("Stream::memset_sync", site, |b, s| {
             b.stream_synchronize(s)?;
-            b.memset_d8(buf.ptr, byte, buf.num_bytes())
+            b.memset_d8(DevPtr(m.ptr), byte, m.bytes)
         })
     }
 
@@ -582,6 +606,13 @@ impl<S: StreamState> Stream<S> {
     /// Starts recording a CUDA graph (Global mode, allocations warned about). Everything
     /// issued on the guard's stream until [`CaptureGuard::finish`] is recorded, not run.
     ///
+    /// On a context wrapped from cudarc, cudarc's per-buffer event tracking is off while any
+    /// capture of the context is active, and restored to its previous value when the last
+    /// one ends (finish, drop, `?` or panic): a captured launch must not wait on an event
+    /// recorded before the capture (`CUDA_ERROR_STREAM_CAPTURE_ISOLATION`). cudarc keeps no
+    /// events for a `CudaSlice` allocated while tracking is off, so allocate before
+    /// capturing. A leaked guard (`mem::forget`) leaves tracking off.
+    ///
     /// # Errors
     /// [`Error::AlreadyCapturing`] if the stream is already capturing (e.g. a cudarc stream
     /// wrapped twice), [`Error::Driver`].
@@ -646,6 +677,12 @@ impl Stream<Idle> {
     }
 
     /// The cudarc stream behind this one, if it was wrapped from cudarc.
+    ///
+    /// A clone of it can issue work behind this crate's back, also during a capture (only the
+    /// idle stream hands it out, but clones live on). Such work is not refused; it is made
+    /// visible: a synchronize or query invalidates the capture and `finish` names the driver
+    /// code; an upload from a `Vec` is listed in
+    /// [`CaptureReport::unpinned_host_copies`]. See the crate docs, chapter 7.
     pub fn cudarc(&self) -> Option<&Arc<CudaStream>> {
         match &self.owner {
             Owner::Cudarc(s) => Some(s),

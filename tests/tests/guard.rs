@@ -142,7 +142,7 @@ on_both!(illegal_operation_invalidates_and_is_named, |ctx: Context| {
     assert!(g.launch(&f.incr, cfg(), (&x, N as u32)).is_err());
     let err = g.finish().unwrap_err();
     match &err {
-        Error::CaptureInvalidated { cause: Some(c), code } => {
+        Error::CaptureInvalidated { cause: Some(c), code, .. } => {
             assert_eq!(c.op, "Stream::event_complete");
             assert!(c.site.file.ends_with("guard.rs"));
             assert_eq!(*code, DriverCode::STREAM_CAPTURE_INVALIDATED);

@@ -11,14 +11,16 @@ on_both!(sealed_pool_serves_existing_and_refuses_new, |ctx: Context| {
     pool.seal();
     // The same workspace again: served from the pool, same buffer.
     let again = pool.workspace::<f32, _>(&mut f.stream, "scratch", 1024).unwrap();
-    assert_eq!(ws.device_ptr(), again.device_ptr());
+    // SAFETY: the addresses are only compared, never used.
+    assert_eq!(unsafe { ws.device_ptr() }, unsafe { again.device_ptr() });
     // A new one from a sealed pool: refused, naming it.
     let e = pool.workspace::<f32, _>(&mut f.stream, "late", 16).unwrap_err();
     assert!(matches!(&e, Error::PoolSealed { name, capturing: false, .. } if name == "late"), "{e}");
     // Inside a capture: existing workspaces are served, new ones refused without touching the driver.
     let mut g = f.stream.capture().unwrap();
     let w = pool.workspace::<f32, _>(g.stream(), "scratch", 1024).unwrap();
-    assert_eq!(w.device_ptr(), ws.device_ptr());
+    // SAFETY: the addresses are only compared, never used.
+    assert_eq!(unsafe { w.device_ptr() }, unsafe { ws.device_ptr() });
     // (The graph borrows what it launches with, so it uses `ws`, which outlives it.)
     g.launch(&f.incr, LaunchConfig::for_num_elems(1024), (&*ws, 1024u32)).unwrap();
     pool.unseal();

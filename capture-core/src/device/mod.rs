@@ -208,6 +208,8 @@ pub(crate) trait Backend: Send + Sync + 'static {
     fn end_capture(&self, s: RawStream) -> Result<RawGraph, DriverCode>;
     fn capture_status(&self, s: RawStream) -> Result<CaptureStatus, DriverCode>;
     fn graph_nodes(&self, g: RawGraph) -> Result<NodeCounts, DriverCode>;
+    /// The graph's copy nodes whose host side is pageable (unpinned) memory.
+    fn graph_host_copies(&self, g: RawGraph) -> Result<Vec<crate::report::HostCopy>, DriverCode>;
     fn graph_instantiate(&self, g: RawGraph) -> Result<RawExec, DriverCode>;
     fn graph_upload(&self, e: RawExec, s: RawStream) -> Result<(), DriverCode>;
     fn graph_launch(&self, e: RawExec, s: RawStream) -> Result<(), DriverCode>;

@@ -213,9 +213,28 @@ impl Memory {
 
 #[derive(Clone)]
 enum Node {
-    Kernel { name: String, grid: (u32, u32, u32), block: (u32, u32, u32), slots: Vec<u64> },
-    Copy { dst: u64, src: u64, bytes: usize },
-    Memset { dst: u64, value: u8, bytes: usize },
+    Kernel {
+        name: String,
+        grid: (u32, u32, u32),
+        block: (u32, u32, u32),
+        slots: Vec<u64>,
+    },
+    Copy {
+        dst: u64,
+        src: u64,
+        bytes: usize,
+    },
+    /// A copy from pageable host memory (what a cudarc `memcpy_htod` from a `Vec` records):
+    /// replays write the bytes the host held at capture time.
+    HostCopy {
+        dst: u64,
+        data: Vec<u8>,
+    },
+    Memset {
+        dst: u64,
+        value: u8,
+        bytes: usize,
+    },
     MemAlloc,
     MemFree,
     Event,
@@ -330,6 +349,7 @@ impl State {
                 k(&mut call).map_err(|_| DriverCode::ILLEGAL_ADDRESS)
             }
             Node::Copy { dst, src, bytes, .. } => self.mem.copy(*dst, *src, *bytes),
+            Node::HostCopy { dst, data } => self.mem.write(*dst, data),
             Node::Memset { dst, value, bytes } => self.mem.set(*dst, *value, *bytes),
             Node::MemAlloc | Node::MemFree | Node::Event => Ok(()),
         }
@@ -401,6 +421,38 @@ impl SimDevice {
         // A poisoned lock means a host kernel panicked; the state is still consistent
         // (every mutation completes before user code runs), so carry on.
         self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Models a cudarc `CudaStream::memcpy_htod` from a `Vec` (pageable memory) issued on
+    /// `stream` behind this crate's back: an asynchronous copy the library does not see.
+    /// Eagerly it copies now; during a capture the driver records a copy node that reads the
+    /// host address at every replay — here, replays write the bytes `src` held at capture
+    /// time (stale data, like the GPU's at best). It is listed in
+    /// [`CaptureReport::unpinned_host_copies`](crate::CaptureReport::unpinned_host_copies).
+    ///
+    /// # Errors
+    /// The driver's code (`CUDA_ERROR_INVALID_VALUE` for a copy past the buffer's end).
+    pub fn foreign_memcpy_htod<T: bytemuck::Pod, S: crate::StreamState>(
+        &self,
+        stream: &crate::Stream<S>,
+        dst: &crate::DeviceBuffer<T>,
+        src: &[T],
+    ) -> Result<(), DriverCode> {
+        let data: Vec<u8> = bytemuck::cast_slice(src).to_vec();
+        if data.len() > dst.num_bytes() {
+            return Err(DriverCode::INVALID_VALUE);
+        }
+        self.st().record_or_run(stream.raw.0, Node::HostCopy { dst: dst.ptr.0, data })
+    }
+
+    /// Models a cudarc `CudaStream::synchronize` on `stream` behind this crate's back: on a
+    /// capturing stream the driver refuses it with `CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED`
+    /// and invalidates the capture.
+    ///
+    /// # Errors
+    /// The driver's code.
+    pub fn foreign_synchronize<S: crate::StreamState>(&self, stream: &crate::Stream<S>) -> Result<(), DriverCode> {
+        self.stream_synchronize(stream.raw)
     }
 
     /// Registers a host implementation for the kernel named `name`: launches and graph
@@ -870,7 +922,7 @@ impl Backend for SimDevice {
         for n in graph.nodes.iter() {
             match n {
                 Node::Kernel { .. } => c.kernels += 1,
-                Node::Copy { .. } => c.memcpy += 1,
+                Node::Copy { .. } | Node::HostCopy { .. } => c.memcpy += 1,
                 Node::Memset { .. } => c.memset += 1,
                 Node::MemAlloc => c.mem_alloc += 1,
                 Node::MemFree => c.mem_free += 1,
@@ -878,6 +930,18 @@ impl Backend for SimDevice {
             }
         }
         Ok(c)
+    }
+    fn graph_host_copies(&self, g: RawGraph) -> Result<Vec<crate::report::HostCopy>, DriverCode> {
+        let st = self.st();
+        let graph = st.graphs.get(&g.0).ok_or(DriverCode::INVALID_HANDLE)?;
+        Ok(graph
+            .nodes
+            .iter()
+            .filter_map(|n| match n {
+                Node::HostCopy { data, .. } => Some(crate::report::HostCopy { bytes: data.len(), to_device: true }),
+                _ => None,
+            })
+            .collect())
     }
     fn graph_instantiate(&self, g: RawGraph) -> Result<RawExec, DriverCode> {
         let mut st = self.st();

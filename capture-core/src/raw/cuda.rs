@@ -334,6 +334,12 @@ impl Backend for CudaBackend {
         // SAFETY: module invariant (handles live, sizes checked by the caller).
         unsafe { raw::graph_nodes(g.0) }
     }
+    fn graph_host_copies(&self, g: RawGraph) -> Result<Vec<crate::report::HostCopy>, DriverCode> {
+        self.bind()?;
+        // SAFETY: module invariant (handles live, sizes checked by the caller).
+        let v = unsafe { raw::graph_host_copies(g.0) }?;
+        Ok(v.into_iter().map(|(bytes, to_device)| crate::report::HostCopy { bytes, to_device }).collect())
+    }
     fn graph_instantiate(&self, g: RawGraph) -> Result<RawExec, DriverCode> {
         self.bind()?;
         // SAFETY: module invariant (handles live, sizes checked by the caller).

@@ -12,6 +12,7 @@
 #[cfg(feature = "cublas")]
 pub(crate) mod blas;
 pub(crate) mod cuda;
+pub(crate) mod interop;
 
 use std::ffi::{c_void, CString};
 use std::mem::MaybeUninit;
@@ -413,6 +414,70 @@ pub(crate) unsafe fn graph_nodes(g: usize) -> R<NodeCounts> {
         }
     }
     Ok(c)
+}
+
+/// Whether `addr` is host memory the driver does not know (pageable: not pinned, not
+/// managed, not device memory): `cuPointerGetAttribute` refuses such addresses.
+fn is_pageable_host(addr: u64) -> bool {
+    let mut ty = MaybeUninit::<u32>::uninit();
+    // SAFETY: `ty` has room for the attribute (a `CUmemorytype`, an unsigned int); the driver
+    // only looks the address up, it does not dereference it.
+    let r = unsafe {
+        sys::cuPointerGetAttribute(
+            ty.as_mut_ptr() as *mut c_void,
+            sys::CUpointer_attribute::CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+            addr,
+        )
+    };
+    addr != 0 && r == sys::CUresult::CUDA_ERROR_INVALID_VALUE
+}
+
+/// The graph's copy nodes whose host side is pageable memory, as (bytes, to_device). Such a
+/// node re-reads (or writes) that host address at every replay, long after the `Vec` it
+/// pointed into may be gone: what a cudarc `memcpy_htod` from a `Vec` issued on a capturing
+/// stream records.
+///
+/// # Safety
+/// `g` must be a live graph.
+pub(crate) unsafe fn graph_host_copies(g: usize) -> R<Vec<(usize, bool)>> {
+    let graph = g as sys::CUgraph;
+    let mut n = 0usize;
+    // SAFETY: a null node array asks only for the count, written to `n`.
+    code(unsafe { sys::cuGraphGetNodes(graph, std::ptr::null_mut(), &mut n) })?;
+    let mut out = Vec::new();
+    if n == 0 {
+        return Ok(out);
+    }
+    let mut nodes: Vec<sys::CUgraphNode> = vec![std::ptr::null_mut(); n];
+    // SAFETY: `nodes` has room for `n` handles; the driver writes at most `n`.
+    code(unsafe { sys::cuGraphGetNodes(graph, nodes.as_mut_ptr(), &mut n) })?;
+    for node in nodes.iter().take(n) {
+        let mut t = MaybeUninit::<sys::CUgraphNodeType>::uninit();
+        // SAFETY: `node` is a node of the live graph; `t` is written on success.
+        code(unsafe { sys::cuGraphNodeGetType(*node, t.as_mut_ptr()) })?;
+        // SAFETY: initialised by the successful call above.
+        if unsafe { t.assume_init() } != sys::CUgraphNodeType::CU_GRAPH_NODE_TYPE_MEMCPY {
+            continue;
+        }
+        let mut p = MaybeUninit::<sys::CUDA_MEMCPY3D>::zeroed();
+        // SAFETY: `node` is a memcpy node of the live graph; `p` is written on success.
+        code(unsafe { sys::cuGraphMemcpyNodeGetParams(*node, p.as_mut_ptr()) })?;
+        // SAFETY: initialised by the successful call above (and zeroed before it).
+        let p = unsafe { p.assume_init() };
+        use sys::CUmemorytype as M;
+        let side = |ty: M, host: u64, dev: u64| match ty {
+            M::CU_MEMORYTYPE_HOST => Some(host),
+            M::CU_MEMORYTYPE_UNIFIED => Some(dev),
+            _ => None,
+        };
+        let bytes = p.WidthInBytes * p.Height.max(1) * p.Depth.max(1);
+        if side(p.srcMemoryType, p.srcHost as u64, p.srcDevice).is_some_and(is_pageable_host) {
+            out.push((bytes, true));
+        } else if side(p.dstMemoryType, p.dstHost as u64, p.dstDevice).is_some_and(is_pageable_host) {
+            out.push((bytes, false));
+        }
+    }
+    Ok(out)
 }
 
 /// # Safety
