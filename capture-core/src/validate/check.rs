@@ -92,9 +92,17 @@ impl fmt::Display for ReplayCheckReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "replay matched the eager run on {} input sets ({} outputs, {} elements compared, largest difference {:e}, tolerance {})",
-            self.input_sets, self.outputs, self.elements, self.max_abs_diff, self.tolerance
-        )
+            "replay matched the eager run on {} input sets ({} output{}, {} elements compared, ",
+            self.input_sets,
+            self.outputs,
+            if self.outputs == 1 { "" } else { "s" },
+            self.elements
+        )?;
+        if self.max_abs_diff == 0.0 {
+            write!(f, "all equal)")
+        } else {
+            write!(f, "largest difference {:e}, tolerance {})", self.max_abs_diff, self.tolerance)
+        }
     }
 }
 
