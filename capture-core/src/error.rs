@@ -360,6 +360,10 @@ pub enum Error {
         reason: String,
     },
 
+    /// The capture recorded nothing.
+    #[error("the capture recorded no work, so there is no graph to replay: issue at least one operation on the capturing stream before `finish()`")]
+    EmptyCapture,
+
     /// A replay check found an element where the graph's replay disagrees with the same
     /// work run eagerly on the same inputs ([`ReplayCheck`](crate::validate::ReplayCheck)).
     #[error("the graph's replay diverged from the eager run on output `{output}`, input set {input_set}, element {element}: eager {eager}, replay {replay} ({differing} of {len} elements differ). This usually means a host value was baked in at capture time: a position, length or step passed to a kernel by value or folded into a pointer offset (read it from device memory instead, e.g. a `DeviceScalar` set before each replay), or a small host-to-device upload served once (a synchronous copy during capture runs once and is not in the graph, see `CaptureReport::ran_eagerly`; a copy captured from host memory re-reads that same memory at each replay: write the fresh value into the `PinnedBuffer` the graph copies from). A replayed value that an earlier input set (or the capture) would give is a value the graph never refreshes")]
@@ -400,10 +404,6 @@ pub enum Error {
         /// What is wrong and what to do.
         reason: &'static str,
     },
-
-    /// The capture recorded nothing.
-    #[error("the capture recorded no work, so there is no graph to replay: issue at least one operation on the capturing stream before `finish()`")]
-    EmptyCapture,
 }
 
 fn cause_text(cause: &Option<OpSite>) -> String {
