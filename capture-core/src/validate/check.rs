@@ -10,6 +10,31 @@ use crate::graph::Graph;
 use crate::state::Idle;
 use crate::stream::Stream;
 
+mod sealed {
+    use crate::state::Idle;
+    use crate::stream::Stream;
+
+    pub trait Sealed {
+        fn idle(&mut self) -> &mut Stream<Idle>;
+    }
+    impl Sealed for Stream<Idle> {
+        #[inline]
+        fn idle(&mut self) -> &mut Stream<Idle> {
+            self
+        }
+    }
+}
+
+/// A stream a [`ReplayCheck`] can run on: an idle [`Stream`]. Sealed; it exists so that
+/// passing a capturing stream or a capture guard gets a message saying what to do.
+#[diagnostic::on_unimplemented(
+    message = "a replay check needs an idle stream, and `{Self}` is not one",
+    label = "a replay check cannot run on this",
+    note = "the check replays the graph and runs the same work eagerly, which a capturing stream cannot do: `finish()` (or drop) the capture guard first, then pass `&mut stream`"
+)]
+pub trait ReplayStream: sealed::Sealed {}
+impl ReplayStream for Stream<Idle> {}
+
 /// Replays a graph and runs the same work eagerly on `n` fresh input sets, and reports the
 /// first divergence (see the [module docs](super) for the order of operations).
 ///
@@ -67,9 +92,17 @@ impl fmt::Display for ReplayCheckReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "replay matched the eager run on {} input sets ({} outputs, {} elements compared, largest difference {:e}, tolerance {})",
-            self.input_sets, self.outputs, self.elements, self.max_abs_diff, self.tolerance
-        )
+            "replay matched the eager run on {} input sets ({} output{}, {} elements compared, ",
+            self.input_sets,
+            self.outputs,
+            if self.outputs == 1 { "" } else { "s" },
+            self.elements
+        )?;
+        if self.max_abs_diff == 0.0 {
+            write!(f, "all equal)")
+        } else {
+            write!(f, "largest difference {:e}, tolerance {})", self.max_abs_diff, self.tolerance)
+        }
     }
 }
 
@@ -100,7 +133,7 @@ impl<E: From<Error>> ReplayCheck<E> {
     pub fn run<W, R, O>(
         &self,
         graph: &Graph<'_>,
-        stream: &mut Stream<Idle>,
+        stream: &mut impl ReplayStream,
         mut write_inputs: W,
         mut eager: R,
         mut read_outputs: O,
@@ -110,6 +143,7 @@ impl<E: From<Error>> ReplayCheck<E> {
         R: FnMut(usize, &mut Stream<Idle>) -> Result<(), E>,
         O: FnMut(&mut Stream<Idle>) -> Result<Outputs, E>,
     {
+        let stream = stream.idle();
         if self.sets == 0 {
             return Err(Error::InvalidReplayCheck {
                 reason: "it was asked to run on 0 input sets; ask for at least 2 (one set can match by luck: the values present at capture time)",

@@ -53,6 +53,6 @@ mod check;
 mod outputs;
 mod tolerance;
 
-pub use check::{ReplayCheck, ReplayCheckReport};
+pub use check::{ReplayCheck, ReplayCheckReport, ReplayStream};
 pub use outputs::{Outputs, ReplayElement, Scalar};
 pub use tolerance::Tolerance;
