@@ -137,7 +137,7 @@
 //! # Ok(()) }
 //! ```
 
-//! ## 7. Interop: adopt capture in a cudarc (or candle) code base
+//! ## 8. Interop: adopt capture in a cudarc (or candle) code base
 //! Existing code keeps its cudarc objects; capture comes in one function at a time.
 //!
 //! 1. **Wrap the context and stream you already have.** [`Context::from_cudarc`] takes
