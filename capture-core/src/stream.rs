@@ -121,15 +121,22 @@ impl<S: StreamState> Stream<S> {
 
     /// Launches `kernel` with `args` (a tuple: device buffers by reference, scalars by
     /// value). Arguments are checked against the kernel's PTX parameter list first.
+    /// `cfg` is a [`LaunchConfig`] or cudarc's `LaunchConfig`.
     ///
     /// # Errors
     /// [`Error::ArgumentMismatch`], [`Error::InvalidLaunchConfig`],
     /// [`Error::ContextMismatch`], [`Error::ForeignGraphBuffer`], or [`Error::Driver`].
     #[track_caller]
-    pub fn launch<'a, A: KernelArgs<'a>>(&mut self, kernel: &'a Kernel, cfg: LaunchConfig, args: A) -> Result<()>
+    pub fn launch<'a, A: KernelArgs<'a>>(
+        &mut self,
+        kernel: &'a Kernel,
+        cfg: impl Into<LaunchConfig>,
+        args: A,
+    ) -> Result<()>
     where
         S: Records<'a>,
     {
+        let cfg = cfg.into();
         let site = CallSite::caller();
         self.check_ctx("Stream::launch", "kernel", kernel.context())?;
         cfg.validate()?;
