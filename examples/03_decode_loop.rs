@@ -1,14 +1,15 @@
 //! A decode loop as an inference engine runs it: workspaces allocated into a pool that is
 //! then sealed, a cuBLAS handle with its workspace set, one graph captured under a
 //! watchdog and replayed every step with a new position (`DeviceScalar`), and the
-//! fail-fast registry refusing a synchronous call made while capturing. Runs on the GPU
-//! when present, otherwise on the simulated device.
+//! fail-fast registry refusing a synchronous call made while capturing; then a replay check
+//! against the same step run eagerly. Runs on the GPU when present, otherwise on the
+//! simulated device.
 
 use std::time::Duration;
 
 use capture_core::{
-    kernels, AllocPolicy, Blas, CaptureOptions, CapturePool, Context, DeviceScalar, Error, LaunchConfig, Result,
-    Transpose,
+    kernels, AllocPolicy, Blas, CaptureOptions, CapturePool, Context, DeviceScalar, Error, LaunchConfig, Outputs,
+    ReplayCheck, Result, Transpose,
 };
 
 fn main() -> Result<()> {
@@ -85,5 +86,24 @@ fn main() -> Result<()> {
     let expect = (steps * (steps + 1) / 2) as f32;
     println!("after {steps} steps: hidden[0] = {} (expected {expect})", h[0]);
     assert_eq!(h[0], expect);
+
+    // Prove the graph computes what the same step computes eagerly, on fresh hidden states
+    // and positions it was not captured with (a position passed by value would show here).
+    let check = ReplayCheck::new(4).run(
+        &graph,
+        &mut stream,
+        |i, s| {
+            s.upload(&hidden, &vec![0.5 + i as f32; d])?;
+            pos.set(s, 1000 + 17 * i as u32)
+        },
+        |_, s| {
+            let (w, h, sc) = ((&weights, d), (&hidden, d), (&*scratch, d));
+            blas.sgemm(s, Transpose::No, Transpose::No, (d, 1, d), 1.0, w, h, 0.0, sc)?;
+            s.copy_async(&hidden, &scratch)?;
+            s.launch(&add_pos, LaunchConfig::for_num_elems(d as u32), (&hidden, &pos, d as u32))
+        },
+        |s| Ok(Outputs::new().with("hidden", s.download(&hidden)?)),
+    )?;
+    println!("{check}");
     Ok(())
 }

@@ -2,7 +2,10 @@
 
 use std::ops::{Deref, DerefMut};
 
-use capture_core::{CaptureGuard, CaptureReport, Capturing, Graph, Stream};
+use std::sync::Arc;
+
+use capture_core::{CaptureGuard, CaptureReport, Capturing, Context, Graph, Stream};
+use cudarc::driver::CudaStream;
 
 use crate::error::{Error, Result};
 
@@ -18,11 +21,19 @@ pub struct CandleCapture<'s, 'a> {
     guard: CaptureGuard<'s, 'a>,
     // candle's `CudaGraphHtodCacheGuard`, which candle does not export by name.
     _cache: Box<dyn std::any::Any>,
+    // candle's stream, to run a graph that left memory allocated once (see `finish`).
+    ctx: Context,
+    cudarc: Option<Arc<CudaStream>>,
 }
 
 impl<'s, 'a> CandleCapture<'s, 'a> {
-    pub(crate) fn new(guard: CaptureGuard<'s, 'a>, cache: Box<dyn std::any::Any>) -> Self {
-        Self { guard, _cache: cache }
+    pub(crate) fn new(
+        guard: CaptureGuard<'s, 'a>,
+        cache: Box<dyn std::any::Any>,
+        ctx: Context,
+        cudarc: Option<Arc<CudaStream>>,
+    ) -> Self {
+        Self { guard, _cache: cache, ctx, cudarc }
     }
 
     /// Borrows `value` for the graph's lifetime: the finished graph cannot outlive it, and it
@@ -35,17 +46,29 @@ impl<'s, 'a> CandleCapture<'s, 'a> {
 
     /// Ends the capture and instantiates the graph.
     ///
+    /// When the step left graph memory allocated (a tensor created during the capture is
+    /// still alive), the graph is refused — and, before it is destroyed, launched once and
+    /// waited for. Graph memory exists only once its graph has run: without that launch,
+    /// dropping the tensor would free an address that was never allocated, and candle's
+    /// next operation would fail with `CUDA_ERROR_INVALID_VALUE`. The launch does what one
+    /// eager run of the step does; afterwards, dropping the tensor frees its memory.
+    ///
     /// # Errors
     /// [`Error::UnfreedGraphMemory`] when a tensor created during the capture is still
     /// alive (its memory would stay allocated after the graph runs, and the next replay
     /// would fail); every error of
     /// [`CaptureGuard::finish`](capture_core::CaptureGuard::finish).
     pub fn finish(self) -> Result<(Graph<'a>, CaptureReport)> {
-        let Self { guard, _cache } = self;
+        let Self { guard, _cache, ctx, cudarc } = self;
         let (graph, report) = guard.finish()?;
         drop(_cache);
         let nodes = report.nodes;
         if nodes.mem_alloc > nodes.mem_free {
+            if let Some(raw) = cudarc {
+                let mut stream = ctx.wrap_cudarc_stream(raw)?;
+                graph.launch(&mut stream)?;
+                stream.synchronize()?;
+            }
             return Err(Error::UnfreedGraphMemory {
                 allocs: nodes.mem_alloc,
                 frees: nodes.mem_free,

@@ -25,7 +25,8 @@ pub enum Error {
     #[error(
         "the captured step left {unfreed} graph allocation(s) alive at `finish` ({allocs} allocation node(s), {frees} free node(s)): \
          a tensor created during the capture (the step's result, say) is still held. Copy results into tensors \
-         created before the capture (`Tensor::slice_set`) and drop every tensor the step created before `finish()`"
+         created before the capture (`Tensor::slice_set`) and drop every tensor the step created before `finish()`. \
+         The refused graph ran once before it was destroyed, so dropping the tensor frees its memory"
     )]
     UnfreedGraphMemory {
         /// Allocation nodes in the graph.

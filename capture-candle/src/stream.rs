@@ -88,7 +88,9 @@ impl CandleStream {
     #[track_caller]
     pub fn capture_with<'a>(&mut self, options: CaptureOptions) -> Result<CandleCapture<'_, 'a>> {
         let cache = self.device.enable_cuda_graph_htod_cache();
+        let ctx = self.ctx.clone();
+        let cudarc = self.stream.cudarc().cloned();
         let guard = self.stream.capture_with(options)?;
-        Ok(CandleCapture::new(guard, Box::new(cache)))
+        Ok(CandleCapture::new(guard, Box::new(cache), ctx, cudarc))
     }
 }

@@ -374,6 +374,47 @@ pub enum Error {
     /// The capture recorded nothing.
     #[error("the capture recorded no work, so there is no graph to replay: issue at least one operation on the capturing stream before `finish()`")]
     EmptyCapture,
+
+    /// A replay check found an element where the graph's replay disagrees with the same
+    /// work run eagerly on the same inputs ([`ReplayCheck`](crate::validate::ReplayCheck)).
+    #[error("the graph's replay diverged from the eager run on output `{output}`, input set {input_set}, element {element}: eager {eager}, replay {replay} ({differing} of {len} elements differ). This usually means a host value was baked in at capture time: a position, length or step passed to a kernel by value or folded into a pointer offset (read it from device memory instead, e.g. a `DeviceScalar` set before each replay), or a small host-to-device upload served once (a synchronous copy during capture runs once and is not in the graph, see `CaptureReport::ran_eagerly`; a copy captured from host memory re-reads that same memory at each replay: write the fresh value into the `PinnedBuffer` the graph copies from). A replayed value that an earlier input set (or the capture) would give is a value the graph never refreshes")]
+    ReplayDiverged {
+        /// The output's name, as given to [`Outputs::with`](crate::validate::Outputs::with).
+        output: String,
+        /// The input set (0-based) whose outputs disagree.
+        input_set: usize,
+        /// The first element (0-based) that disagrees.
+        element: usize,
+        /// The eager run's value there.
+        eager: crate::validate::Scalar,
+        /// The replay's value there.
+        replay: crate::validate::Scalar,
+        /// How many elements of this output disagree.
+        differing: usize,
+        /// The output's length.
+        len: usize,
+    },
+
+    /// The replay's outputs and the eager run's outputs do not have the same names,
+    /// lengths or element types, so they cannot be compared.
+    #[error("output `{output}` of input set {input_set} has a different shape after the replay ({replay}) than after the eager run ({eager}): `read_outputs` must return the same outputs, in the same order, with the same lengths and element types each time; read fixed-size buffers rather than sizes computed from the inputs")]
+    OutputShapeChanged {
+        /// The output's name (both names, where they differ).
+        output: String,
+        /// The input set (0-based).
+        input_set: usize,
+        /// `"<len> x <type>"` after the eager run, or `"absent"`.
+        eager: String,
+        /// `"<len> x <type>"` after the replay, or `"absent"`.
+        replay: String,
+    },
+
+    /// A replay check was set up so that it could not check anything.
+    #[error("invalid replay check: {reason}")]
+    InvalidReplayCheck {
+        /// What is wrong and what to do.
+        reason: &'static str,
+    },
 }
 
 fn cause_text(cause: &Option<OpSite>, code: Option<DriverCode>) -> String {

@@ -98,8 +98,46 @@
 //! The [`capturable`] attribute rejects function bodies that call synchronous or managed
 //! allocation, synchronous copies, synchronization, raw driver calls, or take idle stream
 //! handles.
+//!
+//! ## 7. Prove the graph replays what the eager code computes
+//! A value the host passed by value at capture time — a decode position folded into a
+//! kernel argument or a pointer offset, a small upload that ran once during the capture —
+//! is frozen into every replay, and nothing fails. [`ReplayCheck`] finds it: on `n` fresh
+//! input sets it replays the graph and runs the same work eagerly, compares the outputs you
+//! read back, and returns the first divergence as [`Error::ReplayDiverged`] (which output,
+//! which input set, which element, eager and replayed values). See [`validate`].
+//!
+//! ```
+//! # use capture_core::*;
+//! # fn main() -> Result<()> {
+//! # let ctx = Context::simulated();
+//! # kernels::register_chain_kernels(ctx.sim().unwrap());
+//! # let mut stream = ctx.new_stream()?;
+//! # let module = ctx.load_module(kernels::CHAIN_PTX)?;
+//! let fill = module.kernel("fill_f32")?;
+//! let y = stream.alloc_zeros::<f32>(256)?;
+//! let cfg = LaunchConfig::for_num_elems(256);
+//! let step = |pos: u32| (&y, pos as f32, 256u32);      // the position passed by value: a bug
+//! let mut g = stream.capture()?;
+//! g.launch(&fill, cfg, step(7))?;
+//! let (graph, _) = g.finish()?;
+//! let err = ReplayCheck::new(4)
+//!     .run(
+//!         &graph,
+//!         &mut stream,
+//!         |_, _| Ok(()),                                    // write input set i
+//!         |i, s| s.launch(&fill, cfg, step(10 + i as u32)), // the same step, eagerly
+//!         |s| Ok(Outputs::new().with("y", s.download(&y)?)),
+//!     )
+//!     .unwrap_err();
+//! assert!(matches!(err, Error::ReplayDiverged { input_set: 0, element: 0, .. }));
+//! // the graph's replay diverged from the eager run on output `y`, input set 0, element 0:
+//! // eager 10.0, replay 7.0 (256 of 256 elements differ). This usually means a host value
+//! // was baked in at capture time: ...
+//! # Ok(()) }
+//! ```
 
-//! ## 7. Interop: adopt capture in a cudarc (or candle) code base
+//! ## 8. Interop: adopt capture in a cudarc (or candle) code base
 //! Existing code keeps its cudarc objects; capture comes in one function at a time.
 //!
 //! 1. **Wrap the context and stream you already have.** [`Context::from_cudarc`] takes
@@ -172,6 +210,7 @@
 //! ```
 
 #![deny(unsafe_code)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![warn(missing_docs)]
 
 #[cfg(feature = "cublas")]
@@ -194,9 +233,11 @@ mod report;
 mod scalar;
 mod state;
 mod stream;
+pub mod validate;
 mod watchdog;
 
 #[cfg(feature = "cublas")]
+#[cfg_attr(docsrs, doc(cfg(feature = "cublas")))]
 pub use blas::{Blas, Transpose};
 pub use buffer::{DeviceBuffer, GraphBuffer, ManagedBuffer, PinnedBuffer};
 pub use capture_macros::capturable;
@@ -216,6 +257,7 @@ pub use state::{
     Synchronize,
 };
 pub use stream::Stream;
+pub use validate::{Outputs, ReplayCheck, ReplayCheckReport, Tolerance};
 
 /// Items the `#[capturable]` expansion refers to by absolute path. Not public API.
 #[doc(hidden)]

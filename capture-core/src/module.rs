@@ -219,6 +219,13 @@ pub struct LaunchConfig {
     pub shared_mem_bytes: u32,
 }
 
+/// cudarc's launch configuration, so code that already builds one keeps it.
+impl From<cudarc::driver::LaunchConfig> for LaunchConfig {
+    fn from(c: cudarc::driver::LaunchConfig) -> Self {
+        Self { grid: c.grid_dim, block: c.block_dim, shared_mem_bytes: c.shared_mem_bytes }
+    }
+}
+
 impl LaunchConfig {
     /// One thread per element, 256 threads a block (at least one block).
     pub fn for_num_elems(n: u32) -> Self {

@@ -125,15 +125,22 @@ impl<S: StreamState> Stream<S> {
     /// first: their number, sizes, and type class
     /// ([`ParamClass::accepts`](crate::ptx::ParamClass::accepts): a float only for a
     /// float parameter, signedness where the PTX states it, a pointer for `.u64`/`.b64`).
+    /// `cfg` is a [`LaunchConfig`] or cudarc's `LaunchConfig`.
     ///
     /// # Errors
     /// [`Error::ArgumentMismatch`], [`Error::InvalidLaunchConfig`],
     /// [`Error::ContextMismatch`], [`Error::ForeignGraphBuffer`], or [`Error::Driver`].
     #[track_caller]
-    pub fn launch<'a, A: KernelArgs<'a>>(&mut self, kernel: &'a Kernel, cfg: LaunchConfig, args: A) -> Result<()>
+    pub fn launch<'a, A: KernelArgs<'a>>(
+        &mut self,
+        kernel: &'a Kernel,
+        cfg: impl Into<LaunchConfig>,
+        args: A,
+    ) -> Result<()>
     where
         S: Records<'a>,
     {
+        let cfg = cfg.into();
         let site = CallSite::caller();
         self.check_ctx("Stream::launch", "kernel", kernel.context())?;
         cfg.validate()?;
@@ -686,7 +693,7 @@ impl Stream<Idle> {
     /// idle stream hands it out, but clones live on). Such work is not refused; it is made
     /// visible: a synchronize or query invalidates the capture and `finish` names the driver
     /// code; an upload from a `Vec` is listed in
-    /// [`CaptureReport::unpinned_host_copies`]. See the crate docs, chapter 7.
+    /// [`CaptureReport::unpinned_host_copies`]. See the crate docs, chapter 8.
     pub fn cudarc(&self) -> Option<&Arc<CudaStream>> {
         match &self.owner {
             Owner::Cudarc(s) => Some(s),

@@ -12,6 +12,7 @@ use std::time::Instant;
 
 use candle_core::{Device, Tensor};
 use capture_candle::{CandleStream, Error};
+use capture_core::validate::{Outputs, ReplayCheck};
 use capture_core::Graph;
 use model::{Config, Model, State};
 
@@ -147,6 +148,45 @@ fn check(
         println!("RESULT: replay differs from eager");
     } else {
         println!("RESULT: replay is bit-equal to eager");
+    }
+
+    // The same comparison as a library call: replay validation on fresh inputs.
+    let positions = [3u32, 17, 42, 99, 131, 200, 7, 255];
+    let set_inputs = |i: usize| (token_id(1000 + i, vocab), positions[i % positions.len()]);
+    let validation = ReplayCheck::new(positions.len()).with_error_type::<Error>();
+    let read = |_: &mut _| -> Result<Outputs, Error> { Ok(Outputs::new().with("logits", logits(state)?)) };
+    let write = |i: usize, _: &mut _| -> Result<(), Error> {
+        let (token, pos) = set_inputs(i);
+        model.reset(state)?;
+        Ok(write_inputs(state, dev, token, pos)?)
+    };
+    let good = validation.run(graph, cs.stream(), write, |_, _| Ok(model.step(state)?), read)?;
+    println!("replay validation of the decode step: {good}");
+
+    // The planted bug: the position is read on the host and uploaded inside the step, so
+    // the capture bakes in the position it saw (candle serves the upload from its cache).
+    model.reset(state)?;
+    write_inputs(state, dev, 1, 0)?;
+    cs.warm_up(|| model.step_with_host_position(state, 0))?;
+    let mut g = cs.capture()?;
+    g.uses(model);
+    g.uses(state);
+    model.step_with_host_position(state, 0)?;
+    let (stale, _) = g.finish()?;
+    let planted = validation.run(
+        &stale,
+        cs.stream(),
+        write,
+        |i, _| Ok(model.step_with_host_position(state, set_inputs(i).1)?),
+        read,
+    );
+    match planted {
+        Err(Error::Capture(e @ capture_core::Error::ReplayDiverged { .. })) => {
+            println!("replay validation of the planted stale-position step: caught: {e}");
+            println!("RESULT: planted stale position caught");
+        }
+        Ok(r) => println!("RESULT: planted stale position NOT caught ({r})"),
+        Err(e) => return Err(e),
     }
     Ok(())
 }
