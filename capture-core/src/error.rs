@@ -184,6 +184,15 @@ pub enum Error {
         code: DriverCode,
     },
 
+    /// Host memory for a copy out of the device could not be allocated.
+    #[error("`{op}` needs {bytes} bytes of host memory and the host could not allocate them: copy the buffer out in parts (`download_into` a smaller slice of a smaller buffer), or free host memory")]
+    HostOutOfMemory {
+        /// The operation.
+        op: &'static str,
+        /// Bytes it needed.
+        bytes: usize,
+    },
+
     /// An allocation of zero elements was asked for.
     #[error("`{op}` asked for 0 elements: CUDA cannot allocate zero bytes; skip the allocation or ask for at least one element")]
     ZeroSizedAllocation {

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use bytemuck::Pod;
 use cudarc::driver::CudaStream;
 
-use crate::buffer::{byte_len, DeviceBuffer, GraphBuffer, ManagedBuffer, PinnedBuffer};
+use crate::buffer::{byte_len, zeroed_host, DeviceBuffer, GraphBuffer, ManagedBuffer, PinnedBuffer};
 use crate::context::Context;
 use crate::device::{Backend, DevPtr, LaunchParams, RawStream};
 use crate::error::{CallSite, DriverCode, Error, Result};
@@ -335,7 +335,7 @@ impl<S: StreamState> Stream<S> {
         let bytes = byte_len::<T>("Stream::alloc_pinned", len)?;
         let p = self.run("Stream::alloc_pinned", site, |b, _| b.host_alloc(bytes))?;
         let buf = PinnedBuffer::from_raw(self.ctx.clone(), p, len);
-        self.ctx.b().host_write(p, 0, &vec![0u8; bytes]);
+        self.ctx.b().host_zero(p, bytes);
         Ok(buf)
     }
 
@@ -363,7 +363,7 @@ impl<S: StreamState> Stream<S> {
         }
         let p = self.run(op, site, |b, _| b.managed_alloc(bytes))?;
         let buf = ManagedBuffer { buf: DeviceBuffer::from_raw(self.ctx.clone(), p, len) };
-        self.ctx.b().host_write(buf.host_ptr(), 0, &vec![0u8; bytes]);
+        self.ctx.b().host_zero(buf.host_ptr(), bytes);
         // Lives on the GPU; mapped for the CPU, so host access reads it in place.
         self.run(op, site, |b, _| {
             b.mem_advise(p, bytes, crate::device::Advice::PreferDevice)?;
@@ -403,7 +403,7 @@ impl<S: StreamState> Stream<S> {
         S: SyncCopy,
     {
         self.ctx.fail_fast("Stream::download", CallSite::caller())?;
-        let mut v = vec![T::zeroed(); src.len];
+        let mut v = zeroed_host::<T>("Stream::download", src.len)?;
         self.download_into_at(src, &mut v, CallSite::caller())?;
         Ok(v)
     }
@@ -445,7 +445,7 @@ impl<S: StreamState> Stream<S> {
         let site = CallSite::caller();
         self.check_ctx("Stream::read_managed", "buffer", &buf.ctx)?;
         self.run("Stream::read_managed", site, |b, s| b.stream_synchronize(s))?;
-        let mut v = vec![T::zeroed(); buf.len];
+        let mut v = zeroed_host::<T>("Stream::read_managed", buf.len)?;
         self.ctx.b().host_read(buf.host_ptr(), 0, bytemuck::cast_slice_mut(&mut v));
         Ok(v)
     }
