@@ -212,10 +212,30 @@ impl Context {
         Module::load(self, ptx)
     }
 
+    /// How many abandoned-capture reports a context keeps until they are taken with
+    /// [`take_abandoned_reports`](Self::take_abandoned_reports). When more captures are
+    /// abandoned in between, the oldest reports are dropped (so a program that abandons
+    /// captures in a loop and never looks cannot grow without bound), and
+    /// [`abandoned_reports_dropped`](Self::abandoned_reports_dropped) counts them.
+    /// Every abandoned capture is also logged as a warning when its guard drops, whether or
+    /// not its report is kept.
+    pub const ABANDONED_REPORTS_KEPT: usize = 64;
+
     /// Capture reports of guards that were dropped without `finish()` (most recent last,
-    /// at most 64 kept), taken out of the context.
+    /// at most [`ABANDONED_REPORTS_KEPT`](Self::ABANDONED_REPORTS_KEPT) kept), taken out of
+    /// the context. Reports dropped for want of room are counted by
+    /// [`abandoned_reports_dropped`](Self::abandoned_reports_dropped).
     pub fn take_abandoned_reports(&self) -> Vec<crate::report::CaptureReport> {
         self.inner.registry.take_abandoned()
+    }
+
+    /// How many abandoned-capture reports this context has dropped, over its whole life,
+    /// because more than [`ABANDONED_REPORTS_KEPT`](Self::ABANDONED_REPORTS_KEPT) were
+    /// waiting to be taken. Zero means [`take_abandoned_reports`](Self::take_abandoned_reports)
+    /// has seen every abandoned capture. The count is cumulative: taking reports does not
+    /// reset it (compare two readings to see what one stretch of work dropped).
+    pub fn abandoned_reports_dropped(&self) -> u64 {
+        self.inner.registry.abandoned_dropped()
     }
 
     #[inline]

@@ -27,7 +27,9 @@ struct Inner {
     active: Vec<Entry>,
     deferred: Vec<Deferred>,
     spare_streams: Vec<RawStream>,
-    abandoned: Vec<CaptureReport>,
+    abandoned: std::collections::VecDeque<CaptureReport>,
+    /// Abandoned reports dropped because `abandoned` was full.
+    abandoned_dropped: u64,
 }
 
 #[derive(Default)]
@@ -120,14 +122,19 @@ impl Registry {
 
     pub fn push_abandoned(&self, r: CaptureReport) {
         let mut g = self.lock();
-        if g.abandoned.len() == 64 {
-            g.abandoned.remove(0);
+        if g.abandoned.len() >= crate::Context::ABANDONED_REPORTS_KEPT {
+            g.abandoned.pop_front();
+            g.abandoned_dropped += 1;
         }
-        g.abandoned.push(r);
+        g.abandoned.push_back(r);
     }
 
     pub fn take_abandoned(&self) -> Vec<CaptureReport> {
-        std::mem::take(&mut self.lock().abandoned)
+        std::mem::take(&mut self.lock().abandoned).into()
+    }
+
+    pub fn abandoned_dropped(&self) -> u64 {
+        self.lock().abandoned_dropped
     }
 }
 
