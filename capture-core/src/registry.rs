@@ -19,6 +19,18 @@ pub(crate) struct Entry {
     pub id: u64,
     pub eager: Vec<OpSite>,
     pub failures: Vec<OpSite>,
+    /// What it takes to end the capture without its guard.
+    pub dangling: Option<Dangling>,
+}
+
+/// What [`Context::end_dangling_captures`](crate::Context::end_dangling_captures) needs to
+/// end a capture whose guard is gone: the guard's own book is thread-bound (`Rc`), so
+/// the registry keeps these shareable parts.
+pub(crate) struct Dangling {
+    pub raw: RawStream,
+    pub thread: std::thread::ThreadId,
+    pub ended: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    pub watch: Option<std::sync::Arc<crate::watchdog::Watch>>,
 }
 
 #[derive(Default)]
@@ -54,7 +66,7 @@ impl Registry {
         let mut g = self.lock();
         g.next_id += 1;
         let id = g.next_id;
-        g.active.push(Entry { id, eager: Vec::new(), failures: Vec::new() });
+        g.active.push(Entry { id, eager: Vec::new(), failures: Vec::new(), dangling: None });
         self.active.fetch_add(1, Ordering::Relaxed);
         id
     }
@@ -79,6 +91,25 @@ impl Registry {
             }
         }
         Some(e)
+    }
+
+    /// Records how to end capture `id` without its guard.
+    pub fn attach(&self, id: u64, d: Dangling) {
+        if let Some(e) = self.lock().active.iter_mut().find(|e| e.id == id) {
+            e.dangling = Some(d);
+        }
+    }
+
+    /// The active captures begun on `thread`, with what it takes to end them.
+    pub fn active_on(&self, thread: std::thread::ThreadId) -> Vec<(u64, Dangling)> {
+        self.lock()
+            .active
+            .iter()
+            .filter_map(|e| {
+                let d = e.dangling.as_ref().filter(|d| d.thread == thread)?;
+                Some((e.id, Dangling { raw: d.raw, thread: d.thread, ended: d.ended.clone(), watch: d.watch.clone() }))
+            })
+            .collect()
     }
 
     /// Something ran eagerly on another stream while captures were active.

@@ -89,6 +89,7 @@ impl<S: StreamState> Stream<S> {
         site: CallSite,
         f: impl FnOnce(&dyn Backend, RawStream) -> Result<T, DriverCode>,
     ) -> Result<T> {
+        S::check_live(&self.ext, op)?;
         match f(self.ctx.b(), self.raw) {
             Ok(v) => {
                 S::on_op(&self.ext, &self.ctx, op, site);
@@ -130,6 +131,7 @@ impl<S: StreamState> Stream<S> {
         S: Records<'a>,
     {
         let site = CallSite::caller();
+        S::check_live(&self.ext, "Stream::launch")?;
         self.check_ctx("Stream::launch", "kernel", kernel.context())?;
         cfg.validate()?;
         let cx = ArgCx { ctx: &self.ctx, capture: S::capture_id(&self.ext) };
@@ -743,6 +745,7 @@ impl<'a> Stream<Capturing<'a>> {
     pub fn alloc_async<T: Pod>(&mut self, len: usize) -> Result<GraphBuffer<T>> {
         let site = CallSite::caller();
         let op = "Stream::alloc_async";
+        Capturing::check_live(&self.ext, op)?;
         let bytes = byte_len::<T>(op, len)?;
         self.check_size(op, bytes)?;
         if self.ext.borrow().policy == crate::guard::AllocPolicy::Deny {
@@ -783,6 +786,7 @@ impl<'a> Stream<Capturing<'a>> {
     #[track_caller]
     pub fn fork(&mut self) -> Result<Stream<Capturing<'a>>> {
         let site = CallSite::caller();
+        Capturing::check_live(&self.ext, "Stream::fork")?;
         let raw = spare_stream(&self.ctx)?;
         let ev = Event::new(&self.ctx)?;
         let r = self.run("Stream::fork", site, |b, s| {
@@ -807,6 +811,7 @@ impl<'a> Stream<Capturing<'a>> {
     #[track_caller]
     pub fn join(&mut self, side: Stream<Capturing<'a>>) -> Result<()> {
         let site = CallSite::caller();
+        Capturing::check_live(&self.ext, "Stream::join")?;
         if !std::rc::Rc::ptr_eq(&self.ext, &side.ext) {
             return Err(Error::ContextMismatch { op: "Stream::join", what: "forked stream (of another capture)" });
         }
