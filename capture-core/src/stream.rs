@@ -781,8 +781,24 @@ impl<'a> Stream<Capturing<'a>> {
     /// so far, and is recorded into the same graph. [`join`](Self::join) it back before
     /// `finish()`, or the capture fails with [`Error::UnjoinedFork`].
     ///
+    /// # After the capture ends
+    /// A fork that is not joined can outlive its capture (the guard finished or dropped):
+    /// it is still typed `Stream<Capturing<'a>>`, but it no longer records anything. Every
+    /// operation on it then returns [`Error::CaptureEnded`] without reaching the driver —
+    /// so no work runs eagerly by mistake, and no memory is allocated through it (an
+    /// `alloc_async` would otherwise be an ordinary stream-ordered allocation that its
+    /// [`GraphBuffer`] never frees). Graph memory it allocated while the capture lasted
+    /// belongs to the graph and is freed with it. Dropping the fork returns its stream to
+    /// the context.
+    ///
+    /// This is checked at run time, not in the types, on purpose: tying the fork to a
+    /// borrow of the guard would forbid using the guard (which needs `&mut`) while any
+    /// fork lives — the very thing forks are for — and `finish()` takes the guard by value,
+    /// which no borrow checker can order after the fork's last use without also ending the
+    /// fork's borrow first. The check is one flag read per operation.
+    ///
     /// # Errors
-    /// [`Error::Driver`].
+    /// [`Error::CaptureEnded`] if this stream's capture has ended; [`Error::Driver`].
     #[track_caller]
     pub fn fork(&mut self) -> Result<Stream<Capturing<'a>>> {
         let site = CallSite::caller();
@@ -807,7 +823,8 @@ impl<'a> Stream<Capturing<'a>> {
     /// Joins a forked stream back: later work here waits for everything recorded on `side`.
     ///
     /// # Errors
-    /// [`Error::ContextMismatch`] if `side` belongs to another capture, [`Error::Driver`].
+    /// [`Error::ContextMismatch`] if `side` belongs to another capture,
+    /// [`Error::CaptureEnded`] if the capture has ended, [`Error::Driver`].
     #[track_caller]
     pub fn join(&mut self, side: Stream<Capturing<'a>>) -> Result<()> {
         let site = CallSite::caller();

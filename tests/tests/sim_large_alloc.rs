@@ -77,4 +77,3 @@ fn sim_pinned_1_tib_is_lazily_backed() {
     let m = s.alloc_managed::<u8>(60 << 30).expect("60 GiB of simulated managed memory");
     assert_eq!(m.len(), 60 << 30);
 }
-

@@ -183,7 +183,11 @@ impl Alloc {
     }
     /// Calls `f(page, offset in page, offset in range, length)` for each page piece of
     /// `off..off + len`.
-    fn pieces(off: usize, len: usize, mut f: impl FnMut(usize, usize, usize, usize) -> Result<(), DriverCode>) -> Result<(), DriverCode> {
+    fn pieces(
+        off: usize,
+        len: usize,
+        mut f: impl FnMut(usize, usize, usize, usize) -> Result<(), DriverCode>,
+    ) -> Result<(), DriverCode> {
         let mut done = 0;
         while done < len {
             let pos = off + done;
