@@ -20,6 +20,15 @@ fn in_use(ctx: &Context) -> usize {
     }
 }
 
+/// No growth: exact on the simulated device; on a GPU the driver's view moves in 2 MiB
+/// steps and a stream created for the fork may take a little, so allow 64 MiB (the leak
+/// this guards against was 4 MiB per iteration, 4 GiB in all).
+fn assert_no_growth(ctx: &Context, before: usize) {
+    let now = in_use(ctx);
+    let slack = if ctx.sim().is_some() { 0 } else { 64 << 20 };
+    assert!(now <= before + slack, "memory allocated through a fork after its capture leaked: {before} -> {now} bytes");
+}
+
 fn assert_ended<T>(r: Result<T, Error>, id: u64) {
     match r {
         Err(Error::CaptureEnded { capture, .. }) => assert_eq!(capture, id),
@@ -51,7 +60,7 @@ on_both!(unjoined_fork_after_finish_refuses_work_and_leaks_nothing, |ctx: Contex
     assert_ended(side.copy_async(&y, &x), id);
     assert_ended(side.fork(), id);
     drop(side);
-    assert_eq!(in_use(&f.ctx), before, "memory allocated through a fork after its capture leaked");
+    assert_no_growth(&f.ctx, before);
     // Nothing ran eagerly.
     assert!(f.stream.download(&y).unwrap().iter().all(|v| *v == 1.0));
     assert!(f.stream.download(&x).unwrap().iter().all(|v| *v == 1.0));
@@ -71,7 +80,7 @@ on_both!(fork_after_the_guard_is_dropped_refuses_work, |ctx: Context| {
     }
     assert_ended(side.launch(&f.incr, cfg(), (&y, N as u32)), id);
     drop(side);
-    assert_eq!(in_use(&f.ctx), before);
+    assert_no_growth(&f.ctx, before);
     assert!(f.stream.download(&y).unwrap().iter().all(|v| *v == 1.0));
 });
 
