@@ -398,7 +398,8 @@ impl<S: StreamState> Stream<S> {
     /// Waits for the stream's pending work, then copies `src` out.
     ///
     /// # Errors
-    /// [`Error::ContextMismatch`], [`Error::Driver`].
+    /// [`Error::ContextMismatch`], [`Error::Driver`]; [`Error::HostOutOfMemory`] when the
+    /// host cannot hold a vector of that size (use [`download_into`](Self::download_into)).
     #[track_caller]
     pub fn download<T: Pod>(&mut self, src: &DeviceBuffer<T>) -> Result<Vec<T>>
     where
@@ -437,7 +438,7 @@ impl<S: StreamState> Stream<S> {
     /// Reads a managed buffer from the host after the stream's pending work.
     ///
     /// # Errors
-    /// [`Error::ContextMismatch`], [`Error::Driver`].
+    /// [`Error::ContextMismatch`], [`Error::Driver`], [`Error::HostOutOfMemory`].
     #[track_caller]
     pub fn read_managed<T: Pod>(&mut self, buf: &ManagedBuffer<T>) -> Result<Vec<T>>
     where
@@ -740,7 +741,8 @@ impl<'a> Stream<Capturing<'a>> {
     ///
     /// # Errors
     /// [`Error::AllocationDenied`], [`Error::ZeroSizedAllocation`],
-    /// [`Error::AllocationTooLarge`], [`Error::Driver`].
+    /// [`Error::AllocationTooLarge`], [`Error::CaptureEnded`] on a fork whose capture has
+    /// ended (see [`fork`](Self::fork)), [`Error::Driver`].
     #[track_caller]
     pub fn alloc_async<T: Pod>(&mut self, len: usize) -> Result<GraphBuffer<T>> {
         let site = CallSite::caller();

@@ -27,6 +27,11 @@
 //! - **Fork/join**: a stream that waits on an event recorded inside a capture joins it; if it
 //!   has not been waited on by the capture again when the capture ends, ending fails with
 //!   `CUDA_ERROR_STREAM_CAPTURE_UNJOINED`.
+//! - **Memory** of the advertised size ([`SIM_TOTAL_MEM`], an H100's 80 GiB), paged and
+//!   backed lazily by host memory: a page is allocated when first written, untouched pages
+//!   read as zeros, so allocating more than this host has works as it does on the GPU.
+//!   Asking for more than the device has, or more pinned memory than [`SIM_HOST_MEM`], is
+//!   `CUDA_ERROR_OUT_OF_MEMORY`; so is a page the host cannot back — never an abort.
 //! - **Graphs**: copies, memsets and memory nodes really execute at every replay; kernel nodes
 //!   are recorded and run the host implementation registered for that kernel name with
 //!   [`SimDevice::register_kernel`], if any.
