@@ -225,9 +225,12 @@ impl<'s, 'a> CaptureGuard<'s, 'a> {
         if self.cap.raw == self.idle.raw && Rc::ptr_eq(&self.cap.ext, &self.book) {
             return false;
         }
-        self.book.borrow_mut().swapped = true;
-        if let Ok(mut other) = self.cap.ext.try_borrow_mut() {
-            other.swapped = true;
+        // `try_`: marking must never panic (no borrow is held across user code, so these
+        // succeed in practice).
+        for book in [&self.book, &self.cap.ext] {
+            if let Ok(mut b) = book.try_borrow_mut() {
+                b.swapped = true;
+            }
         }
         true
     }
