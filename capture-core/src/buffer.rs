@@ -22,6 +22,17 @@ pub(crate) fn byte_len<T>(op: &'static str, len: usize) -> Result<usize> {
     })
 }
 
+/// A host vector of `len` zeroed elements, allocated fallibly: a size the host cannot
+/// hold is [`Error::HostOutOfMemory`], never an abort (issue #13, item 1).
+pub(crate) fn zeroed_host<T: Pod>(op: &'static str, len: usize) -> Result<Vec<T>> {
+    let mut v = Vec::new();
+    if v.try_reserve_exact(len).is_err() {
+        return Err(Error::HostOutOfMemory { op, bytes: len.saturating_mul(std::mem::size_of::<T>()) });
+    }
+    v.resize(len, T::zeroed());
+    Ok(v)
+}
+
 /// A device allocation of `len` elements of `T`.
 ///
 /// Freed when dropped; if a capture is active on its context at that moment, the free is

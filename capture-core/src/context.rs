@@ -212,10 +212,80 @@ impl Context {
         Module::load(self, ptx)
     }
 
+    /// Ends and discards the captures of this context that were begun on the calling thread
+    /// and are still open — the recovery for a guard that was leaked with `mem::forget`
+    /// (issue #13, item 6). Returns the ids of the captures it ended.
+    ///
+    /// A leaked [`CaptureGuard`](crate::CaptureGuard) leaves its stream capturing forever;
+    /// in Global mode every synchronous operation of the context is then refused with
+    /// [`Error::CaptureActive`]. This ends each such capture with the driver, destroys what
+    /// it recorded, releases its fail-fast registration (so synchronous work is allowed
+    /// again) and marks it ended: from then on every operation through the leaked guard's
+    /// streams, forks included, is [`Error::CaptureEnded`] and reaches no driver. Nothing
+    /// is unsound: the buffers the leaked capture borrowed stay borrowed (the borrow of a
+    /// forgotten guard never ends), and no graph was made from them.
+    ///
+    /// Only captures begun on this thread are ended: CUDA ends a Global or ThreadLocal
+    /// capture only on the thread that began it, so call this on the thread that leaked the
+    /// guard. **It cannot tell a leaked guard from a live one**: a live guard of this
+    /// thread whose capture it ends gets [`Error::CaptureEnded`] from
+    /// [`finish`](crate::CaptureGuard::finish) and from every later operation, and its drop
+    /// does nothing more. Call it where no guard of yours is open (for example at the top
+    /// of a request loop, or after a `mem::forget` you know of).
+    pub fn end_dangling_captures(&self) -> Vec<u64> {
+        let b = self.b();
+        let mut ended = Vec::new();
+        for (id, d) in self.reg().active_on(std::thread::current().id()) {
+            // Marked first: operations through the leaked streams stop here, before the
+            // stream leaves capture mode (where they would silently run eagerly).
+            d.ended.store(true, std::sync::atomic::Ordering::Release);
+            match b.end_capture(d.raw) {
+                Ok(g) if g.0 != 0 => {
+                    if let Err(code) = b.graph_destroy(g) {
+                        log::error!("capture-core: destroying the graph of a dangling capture failed: {code}");
+                    }
+                }
+                Ok(_) => {}
+                // Invalidated or unjoined: the capture is over either way.
+                Err(code) => log::debug!("capture-core: ending dangling capture #{id}: {code}"),
+            }
+            // cudarc's event tracking was switched off for this capture: count it ended.
+            crate::interop::tracking::leave(self);
+            crate::registry::fail_fast::unregister(self.inner.domain, id);
+            if let Some(w) = &d.watch {
+                crate::watchdog::unwatch(w);
+            }
+            self.reg().end(id, b);
+            log::warn!("capture-core: ended dangling capture #{id} (its guard was leaked); its work was discarded");
+            ended.push(id);
+        }
+        ended
+    }
+
+    /// How many abandoned-capture reports a context keeps until they are taken with
+    /// [`take_abandoned_reports`](Self::take_abandoned_reports). When more captures are
+    /// abandoned in between, the oldest reports are dropped (so a program that abandons
+    /// captures in a loop and never looks cannot grow without bound), and
+    /// [`abandoned_reports_dropped`](Self::abandoned_reports_dropped) counts them.
+    /// Every abandoned capture is also logged as a warning when its guard drops, whether or
+    /// not its report is kept.
+    pub const ABANDONED_REPORTS_KEPT: usize = 64;
+
     /// Capture reports of guards that were dropped without `finish()` (most recent last,
-    /// at most 64 kept), taken out of the context.
+    /// at most [`ABANDONED_REPORTS_KEPT`](Self::ABANDONED_REPORTS_KEPT) kept), taken out of
+    /// the context. Reports dropped for want of room are counted by
+    /// [`abandoned_reports_dropped`](Self::abandoned_reports_dropped).
     pub fn take_abandoned_reports(&self) -> Vec<crate::report::CaptureReport> {
         self.inner.registry.take_abandoned()
+    }
+
+    /// How many abandoned-capture reports this context has dropped, over its whole life,
+    /// because more than [`ABANDONED_REPORTS_KEPT`](Self::ABANDONED_REPORTS_KEPT) were
+    /// waiting to be taken. Zero means [`take_abandoned_reports`](Self::take_abandoned_reports)
+    /// has seen every abandoned capture. The count is cumulative: taking reports does not
+    /// reset it (compare two readings to see what one stretch of work dropped).
+    pub fn abandoned_reports_dropped(&self) -> u64 {
+        self.inner.registry.abandoned_dropped()
     }
 
     #[inline]

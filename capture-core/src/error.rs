@@ -184,6 +184,15 @@ pub enum Error {
         code: DriverCode,
     },
 
+    /// Host memory for a copy out of the device could not be allocated.
+    #[error("`{op}` needs {bytes} bytes of host memory and the host could not allocate them: copy the buffer out in parts (`download_into` a smaller slice of a smaller buffer), or free host memory")]
+    HostOutOfMemory {
+        /// The operation.
+        op: &'static str,
+        /// Bytes it needed.
+        bytes: usize,
+    },
+
     /// An allocation of zero elements was asked for.
     #[error("`{op}` asked for 0 elements: CUDA cannot allocate zero bytes; skip the allocation or ask for at least one element")]
     ZeroSizedAllocation {
@@ -369,6 +378,30 @@ pub enum Error {
     InvalidGemm {
         /// What does not fit.
         reason: String,
+    },
+
+    /// An operation on a capturing stream whose capture has already ended: a stream forked
+    /// from a guard that was finished or dropped, or the stream of a capture ended by
+    /// [`Context::end_dangling_captures`](crate::Context::end_dangling_captures). Nothing
+    /// was issued to the driver (the stream is no longer recording, so the work would run
+    /// eagerly and be missing from every replay).
+    #[error("`{op}` was refused: capture #{capture} has already ended, so this stream records into no graph (work on it would run once, now, and be missing from every replay); issue the work before `finish()`, join forked streams back before it, and drop them with the capture")]
+    CaptureEnded {
+        /// The refused operation.
+        op: &'static str,
+        /// The capture that ended.
+        capture: u64,
+    },
+
+    /// The capturing stream inside a guard was swapped with another one (for example
+    /// `std::mem::swap(g1.stream(), g2.stream())`), so the guard no longer holds the stream
+    /// of the capture it began. The capture was ended and discarded.
+    #[error("capture #{capture}'s guard no longer holds its own capturing stream (it holds {found}): the streams of two guards were swapped (e.g. `std::mem::swap(g1.stream(), g2.stream())`), so work meant for one graph would land in the other's; the capture was ended and its graph discarded — issue work through each guard's own stream, and never move or swap a guard's stream")]
+    CaptureStreamSwapped {
+        /// The capture the guard began.
+        capture: u64,
+        /// What the guard holds instead, described.
+        found: String,
     },
 
     /// The capture recorded nothing.

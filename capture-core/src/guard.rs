@@ -3,6 +3,8 @@
 use std::cell::RefCell;
 use std::ops::{Deref, DerefMut};
 use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Instant;
 
 use crate::device::{CaptureMode, CaptureStatus, DevPtr, RawGraph, RawStream};
@@ -106,6 +108,20 @@ pub struct CaptureBook {
     pub(crate) events: Vec<Event>,
     pub(crate) deadline: Option<std::time::Duration>,
     pub(crate) watch: Option<std::sync::Arc<crate::watchdog::Watch>>,
+    /// Set when the capture ends — by its guard, or by
+    /// [`Context::end_dangling_captures`](crate::Context::end_dangling_captures) (hence
+    /// shared with the registry). Every operation on a capturing stream checks it.
+    pub(crate) ended: Arc<AtomicBool>,
+    /// A guard found its capturing stream swapped with another: no more work is accepted.
+    pub(crate) swapped: bool,
+}
+
+impl CaptureBook {
+    /// Whether the capture has ended.
+    #[inline]
+    pub(crate) fn has_ended(&self) -> bool {
+        self.ended.load(Ordering::Acquire)
+    }
 }
 
 /// Shared handle to a capture's book.
@@ -128,11 +144,24 @@ pub type Book = Rc<RefCell<CaptureBook>>;
 /// it fails with driver errors (nothing unsound happens — every buffer the capture borrowed
 /// stays borrowed forever, since the borrow never ends), and the stream is destroyed when
 /// it drops. The capture also stays in the fail-fast registry, so in Global mode this
-/// crate's synchronous operations keep returning [`Error::CaptureActive`] for the rest of
-/// the process — a leaked capture is loud, not silent.
+/// crate's synchronous operations keep returning [`Error::CaptureActive`] — a leaked
+/// capture is loud, not silent — until you recover with
+/// [`Context::end_dangling_captures`](crate::Context::end_dangling_captures), called on
+/// the thread that began the capture: it ends and discards the capture, and every later
+/// operation through the leaked guard's streams (forks included) is
+/// [`Error::CaptureEnded`].
+///
+/// The guard checks, at [`finish`](Self::finish) and when dropped, that it still holds the
+/// capturing stream it began with. If that stream was swapped with another guard's
+/// (`std::mem::swap(g1.stream(), g2.stream())`), the next access through either guard
+/// marks both captures, their streams refuse further work, and both end with
+/// [`Error::CaptureStreamSwapped`] (dropped: [`CaptureReport::stream_swapped`]) instead of
+/// graphs holding each other's work.
 pub struct CaptureGuard<'s, 'a> {
     idle: &'s mut Stream<Idle>,
     cap: Stream<Capturing<'a>>,
+    /// The guard's own book: `cap.ext` until someone swaps `cap` away.
+    book: Book,
     done: bool,
 }
 
@@ -175,24 +204,80 @@ impl<'s, 'a> CaptureGuard<'s, 'a> {
             events: Vec::new(),
             deadline: opts.deadline,
             watch: opts.deadline.map(|d| crate::watchdog::watch(id, site, d)),
+            ended: Arc::new(AtomicBool::new(false)),
+            swapped: false,
         }));
-        let cap = Stream::with_ext(idle.ctx.clone(), idle.raw, Owner::View, book);
-        Ok(Self { idle, cap, done: false })
+        {
+            let bk = book.borrow();
+            idle.ctx.reg().attach(
+                id,
+                crate::registry::Dangling {
+                    raw: idle.raw,
+                    thread: std::thread::current().id(),
+                    ended: bk.ended.clone(),
+                    watch: bk.watch.clone(),
+                },
+            );
+        }
+        let cap = Stream::with_ext(idle.ctx.clone(), idle.raw, Owner::View, book.clone());
+        Ok(Self { idle, cap, book, done: false })
+    }
+
+    /// Whether `cap` is still the stream this guard began with; if not, marks both captures
+    /// involved so their streams refuse further work. Returns true when swapped.
+    fn check_swap(&self) -> bool {
+        if self.cap.raw == self.idle.raw && Rc::ptr_eq(&self.cap.ext, &self.book) {
+            return false;
+        }
+        // `try_`: marking must never panic (no borrow is held across user code, so these
+        // succeed in practice).
+        for book in [&self.book, &self.cap.ext] {
+            if let Ok(mut b) = book.try_borrow_mut() {
+                b.swapped = true;
+            }
+        }
+        true
+    }
+
+    /// What the guard holds instead of its own stream, for the error.
+    fn found(&self) -> String {
+        let other = self.cap.ext.borrow();
+        if Rc::ptr_eq(&self.cap.ext, &self.book) {
+            format!("a forked stream of its own capture ({:#x}) in place of its origin stream", self.cap.raw.0)
+        } else {
+            format!("the capturing stream of capture #{}", other.id)
+        }
     }
 
     /// The capturing stream.
     pub fn stream(&mut self) -> &mut Stream<Capturing<'a>> {
+        self.check_swap();
         &mut self.cap
     }
 
     /// Whether the watchdog has reported this capture as past its deadline.
     pub fn watchdog_fired(&self) -> bool {
-        self.cap.ext.borrow().watch.as_ref().is_some_and(|w| w.fired_after().is_some())
+        self.book.borrow().watch.as_ref().is_some_and(|w| w.fired_after().is_some())
     }
 
     /// This capture's id (unique within its context).
     pub fn id(&self) -> u64 {
-        self.cap.ext.borrow().id
+        self.book.borrow().id
+    }
+
+    /// Whether the capture was already ended from outside the guard (by
+    /// [`Context::end_dangling_captures`](crate::Context::end_dangling_captures)). Then
+    /// there is nothing left to end; the spare streams go back to the context.
+    fn ended_elsewhere(&mut self) -> bool {
+        let mut book = self.book.borrow_mut();
+        if !book.has_ended() {
+            return false;
+        }
+        self.done = true;
+        for s in book.pooled.drain(..) {
+            self.idle.ctx.reg().return_spare_stream(s);
+        }
+        true
     }
 
     /// Ends the capture: the graph memory still allocated is freed inside the graph, the
@@ -204,9 +289,10 @@ impl<'s, 'a> CaptureGuard<'s, 'a> {
         let b = ctx.b();
         let raw = self.idle.raw;
         // Free graph allocations that were not freed, inside the graph, so no launch leaks.
+        let swapped = self.check_swap();
         if matches!(b.capture_status(raw), Ok(CaptureStatus::Active)) {
             let pending: Vec<DevPtr> =
-                self.cap.ext.borrow().graph_allocs.iter().filter(|(_, f)| !f).map(|(p, _)| *p).collect();
+                self.book.borrow().graph_allocs.iter().filter(|(_, f)| !f).map(|(p, _)| *p).collect();
             for p in pending {
                 if let Err(code) = b.mem_free_async(p, raw) {
                     log::error!("capture-core: freeing graph memory at the end of capture failed: {code}");
@@ -217,7 +303,9 @@ impl<'s, 'a> CaptureGuard<'s, 'a> {
         crate::interop::tracking::leave(&ctx);
         crate::registry::fail_fast::unregister(ctx.inner.domain, self.id());
         let entry = ctx.reg().end(self.id(), b);
-        let mut book = self.cap.ext.borrow_mut();
+        let mut book = self.book.borrow_mut();
+        // Forks of this capture refuse work from now on (their streams record into nothing).
+        book.ended.store(true, Ordering::Release);
         if let Some(w) = &book.watch {
             crate::watchdog::unwatch(w);
         }
@@ -251,14 +339,28 @@ impl<'s, 'a> CaptureGuard<'s, 'a> {
             unpinned_host_copies: Vec::new(),
             outcome: outcome.err(),
             abandoned: false,
+            stream_swapped: swapped,
         };
         (outcome, report)
+    }
+
+    /// Discards the graph of a capture whose stream was swapped; logs the report.
+    fn swapped_error(&self, outcome: Result<RawGraph, DriverCode>, report: &CaptureReport) -> Error {
+        if let Ok(g) = outcome {
+            if g.0 != 0 {
+                if let Err(code) = self.idle.ctx.b().graph_destroy(g) {
+                    log::error!("capture-core: destroying the graph of a swapped capture failed: {code}");
+                }
+            }
+        }
+        log::warn!("capture-core: capture discarded, its guard's stream was swapped:\n{report}");
+        Error::CaptureStreamSwapped { capture: report.capture_id, found: self.found() }
     }
 
     /// The error for a capture the driver refused to end; logs the report.
     fn end_error(&self, code: DriverCode, report: &CaptureReport) -> Error {
         log::warn!("capture-core: capture failed:\n{report}");
-        let book = self.cap.ext.borrow();
+        let book = self.book.borrow();
         match code {
             DriverCode::STREAM_CAPTURE_UNJOINED => {
                 let site = book.forks.iter().find(|f| !f.2).map(|f| f.0).unwrap_or(book.began_at);
@@ -282,9 +384,15 @@ impl<'s, 'a> CaptureGuard<'s, 'a> {
     /// instantiation. On error the stream is idle again and usable, and the report is
     /// logged.
     pub fn finish(mut self) -> Result<(Graph<'a>, CaptureReport)> {
+        if self.ended_elsewhere() {
+            return Err(Error::CaptureEnded { op: "CaptureGuard::finish", capture: self.id() });
+        }
         let (outcome, mut report) = self.end();
         let ctx = self.idle.ctx.clone();
         let b = ctx.b();
+        if report.stream_swapped {
+            return Err(self.swapped_error(outcome, &report));
+        }
         let graph = match outcome {
             // The driver returns no graph for a capture that recorded nothing.
             Ok(RawGraph(0)) => return Err(Error::EmptyCapture),
@@ -313,7 +421,7 @@ impl<'s, 'a> CaptureGuard<'s, 'a> {
                 return Err(Error::Driver { op: "cuGraphInstantiate", code });
             }
         };
-        if !report.allocations.is_empty() && self.cap.ext.borrow().policy == AllocPolicy::Warn {
+        if !report.allocations.is_empty() && self.book.borrow().policy == AllocPolicy::Warn {
             log::warn!(
                 "capture-core: capture #{} made {} allocation(s) ({} bytes) while capturing:\n{report}",
                 report.capture_id,
@@ -347,9 +455,15 @@ impl<'s, 'a> CaptureGuard<'s, 'a> {
         if !graph.context().same(&self.idle.ctx) {
             return Err(Error::ContextMismatch { op: "CaptureGuard::finish_update", what: "graph" });
         }
+        if self.ended_elsewhere() {
+            return Err(Error::CaptureEnded { op: "CaptureGuard::finish_update", capture: self.id() });
+        }
         let (outcome, mut report) = self.end();
         let ctx = self.idle.ctx.clone();
         let b = ctx.b();
+        if report.stream_swapped {
+            return Err(self.swapped_error(outcome, &report));
+        }
         let new = match outcome {
             Ok(RawGraph(0)) => return Err(Error::EmptyCapture),
             Ok(g) => g,
@@ -406,19 +520,21 @@ impl<'s, 'a> CaptureGuard<'s, 'a> {
 impl<'a> Deref for CaptureGuard<'_, 'a> {
     type Target = Stream<Capturing<'a>>;
     fn deref(&self) -> &Stream<Capturing<'a>> {
+        self.check_swap();
         &self.cap
     }
 }
 
 impl<'a> DerefMut for CaptureGuard<'_, 'a> {
     fn deref_mut(&mut self) -> &mut Stream<Capturing<'a>> {
+        self.check_swap();
         &mut self.cap
     }
 }
 
 impl Drop for CaptureGuard<'_, '_> {
     fn drop(&mut self) {
-        if self.done {
+        if self.done || self.ended_elsewhere() {
             return;
         }
         let (outcome, mut report) = self.end();

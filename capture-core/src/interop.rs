@@ -243,7 +243,7 @@ pub(crate) mod tracking {
         if let Some(cu) = ctx.cudarc() {
             enter_with(
                 &TABLE,
-                cu.cu_ctx() as usize,
+                std::sync::Arc::as_ptr(cu) as usize,
                 || cu.is_event_tracking(),
                 |on| crate::raw::interop::set_event_tracking(cu, on),
             );

@@ -94,6 +94,11 @@
 //! once and is listed in [`CaptureReport::ran_eagerly`]; an operation that invalidates
 //! the capture is named in [`Error::CaptureInvalidated`].
 //!
+//! What the types cannot stop is caught at run time, with a typed error: a forked stream
+//! used after its capture ended ([`Error::CaptureEnded`]), guards whose streams were
+//! swapped ([`Error::CaptureStreamSwapped`]). A guard leaked with `mem::forget` leaves its
+//! capture open; [`Context::end_dangling_captures`] ends and discards it.
+//!
 //! ## 6. Hot paths: `#[capturable]`
 //! The [`capturable`] attribute rejects function bodies that call synchronous or managed
 //! allocation, synchronous copies, synchronization, raw driver calls, or take idle stream

@@ -19,6 +19,18 @@ pub(crate) struct Entry {
     pub id: u64,
     pub eager: Vec<OpSite>,
     pub failures: Vec<OpSite>,
+    /// What it takes to end the capture without its guard.
+    pub dangling: Option<Dangling>,
+}
+
+/// What [`Context::end_dangling_captures`](crate::Context::end_dangling_captures) needs to
+/// end a capture whose guard is gone: the guard's own book is thread-bound (`Rc`), so
+/// the registry keeps these shareable parts.
+pub(crate) struct Dangling {
+    pub raw: RawStream,
+    pub thread: std::thread::ThreadId,
+    pub ended: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    pub watch: Option<std::sync::Arc<crate::watchdog::Watch>>,
 }
 
 #[derive(Default)]
@@ -27,7 +39,9 @@ struct Inner {
     active: Vec<Entry>,
     deferred: Vec<Deferred>,
     spare_streams: Vec<RawStream>,
-    abandoned: Vec<CaptureReport>,
+    abandoned: std::collections::VecDeque<CaptureReport>,
+    /// Abandoned reports dropped because `abandoned` was full.
+    abandoned_dropped: u64,
 }
 
 #[derive(Default)]
@@ -52,7 +66,7 @@ impl Registry {
         let mut g = self.lock();
         g.next_id += 1;
         let id = g.next_id;
-        g.active.push(Entry { id, eager: Vec::new(), failures: Vec::new() });
+        g.active.push(Entry { id, eager: Vec::new(), failures: Vec::new(), dangling: None });
         self.active.fetch_add(1, Ordering::Relaxed);
         id
     }
@@ -77,6 +91,25 @@ impl Registry {
             }
         }
         Some(e)
+    }
+
+    /// Records how to end capture `id` without its guard.
+    pub fn attach(&self, id: u64, d: Dangling) {
+        if let Some(e) = self.lock().active.iter_mut().find(|e| e.id == id) {
+            e.dangling = Some(d);
+        }
+    }
+
+    /// The active captures begun on `thread`, with what it takes to end them.
+    pub fn active_on(&self, thread: std::thread::ThreadId) -> Vec<(u64, Dangling)> {
+        self.lock()
+            .active
+            .iter()
+            .filter_map(|e| {
+                let d = e.dangling.as_ref().filter(|d| d.thread == thread)?;
+                Some((e.id, Dangling { raw: d.raw, thread: d.thread, ended: d.ended.clone(), watch: d.watch.clone() }))
+            })
+            .collect()
     }
 
     /// Something ran eagerly on another stream while captures were active.
@@ -120,14 +153,19 @@ impl Registry {
 
     pub fn push_abandoned(&self, r: CaptureReport) {
         let mut g = self.lock();
-        if g.abandoned.len() == 64 {
-            g.abandoned.remove(0);
+        if g.abandoned.len() >= crate::Context::ABANDONED_REPORTS_KEPT {
+            g.abandoned.pop_front();
+            g.abandoned_dropped += 1;
         }
-        g.abandoned.push(r);
+        g.abandoned.push_back(r);
     }
 
     pub fn take_abandoned(&self) -> Vec<CaptureReport> {
-        std::mem::take(&mut self.lock().abandoned)
+        std::mem::take(&mut self.lock().abandoned).into()
+    }
+
+    pub fn abandoned_dropped(&self) -> u64 {
+        self.lock().abandoned_dropped
     }
 }
 

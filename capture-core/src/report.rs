@@ -45,6 +45,10 @@ pub struct CaptureReport {
     pub abandoned: bool,
     /// The watchdog's verdict, when the capture had a deadline.
     pub watchdog: Option<WatchdogReport>,
+    /// The guard's capturing stream had been swapped with another (see
+    /// [`Error::CaptureStreamSwapped`](crate::Error::CaptureStreamSwapped)); the capture was
+    /// discarded.
+    pub stream_swapped: bool,
 }
 
 /// A graph copy node whose host side is pageable memory.
@@ -82,6 +86,7 @@ impl fmt::Display for CaptureReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(f, "capture #{} ({:?} mode, begun at {})", self.capture_id, self.mode, self.began_at)?;
         let status = match (self.abandoned, self.outcome) {
+            _ if self.stream_swapped => "discarded: the guard's capturing stream was swapped with another".to_owned(),
             (true, _) => "abandoned: dropped without finish()".to_owned(),
             (false, None) => "finished".to_owned(),
             (false, Some(c)) => format!("failed: {c}"),

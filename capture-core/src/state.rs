@@ -51,6 +51,11 @@ pub trait StreamState: sealed::Sealed {
     /// A pooled (forked) stream is released.
     #[doc(hidden)]
     fn release_pooled(ext: &Self::Ext, ctx: &Context, raw: RawStream);
+    /// `Err` when the stream may no longer issue work: its capture has ended
+    /// ([`Error::CaptureEnded`]) or its guard's stream was swapped
+    /// ([`Error::CaptureStreamSwapped`]). Checked before every operation.
+    #[doc(hidden)]
+    fn check_live(ext: &Self::Ext, op: &'static str) -> Result<(), Error>;
 }
 
 impl StreamState for Idle {
@@ -71,6 +76,10 @@ impl StreamState for Idle {
     }
     fn release_pooled(_: &(), ctx: &Context, raw: RawStream) {
         ctx.reg().return_spare_stream(raw);
+    }
+    #[inline(always)]
+    fn check_live(_: &(), _: &'static str) -> Result<(), Error> {
+        Ok(())
     }
 }
 
@@ -99,8 +108,28 @@ impl StreamState for Capturing<'_> {
         }
         ctx.fail(op, site, code)
     }
-    fn release_pooled(ext: &Book, _: &Context, raw: RawStream) {
-        ext.borrow_mut().pooled.push(raw);
+    fn release_pooled(ext: &Book, ctx: &Context, raw: RawStream) {
+        let mut b = ext.borrow_mut();
+        if b.has_ended() {
+            // The capture is over (its spares were already handed back): return it directly.
+            ctx.reg().return_spare_stream(raw);
+        } else {
+            b.pooled.push(raw);
+        }
+    }
+    #[inline]
+    fn check_live(ext: &Book, op: &'static str) -> Result<(), Error> {
+        let b = ext.borrow();
+        if b.has_ended() {
+            return Err(Error::CaptureEnded { op, capture: b.id });
+        }
+        if b.swapped {
+            return Err(Error::CaptureStreamSwapped {
+                capture: b.id,
+                found: "another capturing stream; this stream's work may not reach its own graph".to_owned(),
+            });
+        }
+        Ok(())
     }
 }
 

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use bytemuck::Pod;
 use cudarc::driver::CudaStream;
 
-use crate::buffer::{byte_len, DeviceBuffer, GraphBuffer, ManagedBuffer, PinnedBuffer};
+use crate::buffer::{byte_len, zeroed_host, DeviceBuffer, GraphBuffer, ManagedBuffer, PinnedBuffer};
 use crate::context::Context;
 use crate::device::{Backend, DevPtr, LaunchParams, RawStream};
 use crate::error::{CallSite, DriverCode, Error, Result};
@@ -90,6 +90,7 @@ impl<S: StreamState> Stream<S> {
         site: CallSite,
         f: impl FnOnce(&dyn Backend, RawStream) -> Result<T, DriverCode>,
     ) -> Result<T> {
+        S::check_live(&self.ext, op)?;
         match f(self.ctx.b(), self.raw) {
             Ok(v) => {
                 S::on_op(&self.ext, &self.ctx, op, site);
@@ -142,6 +143,7 @@ impl<S: StreamState> Stream<S> {
     {
         let cfg = cfg.into();
         let site = CallSite::caller();
+        S::check_live(&self.ext, "Stream::launch")?;
         self.check_ctx("Stream::launch", "kernel", kernel.context())?;
         cfg.validate()?;
         let cx = ArgCx { ctx: &self.ctx, capture: S::capture_id(&self.ext) };
@@ -362,7 +364,7 @@ impl<S: StreamState> Stream<S> {
         let bytes = byte_len::<T>("Stream::alloc_pinned", len)?;
         let p = self.run("Stream::alloc_pinned", site, |b, _| b.host_alloc(bytes))?;
         let buf = PinnedBuffer::from_raw(self.ctx.clone(), p, len);
-        self.ctx.b().host_write(p, 0, &vec![0u8; bytes]);
+        self.ctx.b().host_zero(p, bytes);
         Ok(buf)
     }
 
@@ -390,7 +392,7 @@ impl<S: StreamState> Stream<S> {
         }
         let p = self.run(op, site, |b, _| b.managed_alloc(bytes))?;
         let buf = ManagedBuffer { buf: DeviceBuffer::from_raw(self.ctx.clone(), p, len) };
-        self.ctx.b().host_write(buf.host_ptr(), 0, &vec![0u8; bytes]);
+        self.ctx.b().host_zero(buf.host_ptr(), bytes);
         // Lives on the GPU; mapped for the CPU, so host access reads it in place.
         self.run(op, site, |b, _| {
             b.mem_advise(p, bytes, crate::device::Advice::PreferDevice)?;
@@ -424,14 +426,15 @@ impl<S: StreamState> Stream<S> {
     /// Waits for the stream's pending work, then copies `src` out.
     ///
     /// # Errors
-    /// [`Error::ContextMismatch`], [`Error::Driver`].
+    /// [`Error::ContextMismatch`], [`Error::Driver`]; [`Error::HostOutOfMemory`] when the
+    /// host cannot hold a vector of that size (use [`download_into`](Self::download_into)).
     #[track_caller]
     pub fn download<T: Pod, R: DeviceMemory<Elem = T> + ?Sized>(&mut self, src: &R) -> Result<Vec<T>>
     where
         S: SyncCopy,
     {
         self.ctx.fail_fast("Stream::download", CallSite::caller())?;
-        let mut v = vec![T::zeroed(); src.mem_ref().len];
+        let mut v = zeroed_host::<T>("Stream::download", src.mem_ref().len)?;
         self.download_into_at(src, &mut v, CallSite::caller())?;
         Ok(v)
     }
@@ -469,7 +472,7 @@ impl<S: StreamState> Stream<S> {
     /// Reads a managed buffer from the host after the stream's pending work.
     ///
     /// # Errors
-    /// [`Error::ContextMismatch`], [`Error::Driver`].
+    /// [`Error::ContextMismatch`], [`Error::Driver`], [`Error::HostOutOfMemory`].
     #[track_caller]
     pub fn read_managed<T: Pod>(&mut self, buf: &ManagedBuffer<T>) -> Result<Vec<T>>
     where
@@ -479,7 +482,7 @@ impl<S: StreamState> Stream<S> {
         let site = CallSite::caller();
         self.check_ctx("Stream::read_managed", "buffer", &buf.ctx)?;
         self.run("Stream::read_managed", site, |b, s| b.stream_synchronize(s))?;
-        let mut v = vec![T::zeroed(); buf.len];
+        let mut v = zeroed_host::<T>("Stream::read_managed", buf.len)?;
         self.ctx.b().host_read(buf.host_ptr(), 0, bytemuck::cast_slice_mut(&mut v));
         Ok(v)
     }
@@ -622,7 +625,8 @@ impl<S: StreamState> Stream<S> {
     /// one ends (finish, drop, `?` or panic): a captured launch must not wait on an event
     /// recorded before the capture (`CUDA_ERROR_STREAM_CAPTURE_ISOLATION`). cudarc keeps no
     /// events for a `CudaSlice` allocated while tracking is off, so allocate before
-    /// capturing. A leaked guard (`mem::forget`) leaves tracking off.
+    /// capturing. A leaked guard (`mem::forget`) leaves tracking off until
+    /// [`Context::end_dangling_captures`] ends its capture.
     ///
     /// # Errors
     /// [`Error::AlreadyCapturing`] if the stream is already capturing (e.g. a cudarc stream
@@ -786,11 +790,13 @@ impl<'a> Stream<Capturing<'a>> {
     ///
     /// # Errors
     /// [`Error::AllocationDenied`], [`Error::ZeroSizedAllocation`],
-    /// [`Error::AllocationTooLarge`], [`Error::Driver`].
+    /// [`Error::AllocationTooLarge`], [`Error::CaptureEnded`] on a fork whose capture has
+    /// ended (see [`fork`](Self::fork)), [`Error::Driver`].
     #[track_caller]
     pub fn alloc_async<T: Pod>(&mut self, len: usize) -> Result<GraphBuffer<T>> {
         let site = CallSite::caller();
         let op = "Stream::alloc_async";
+        Capturing::check_live(&self.ext, op)?;
         let bytes = byte_len::<T>(op, len)?;
         self.check_size(op, bytes)?;
         if self.ext.borrow().policy == crate::guard::AllocPolicy::Deny {
@@ -826,11 +832,28 @@ impl<'a> Stream<Capturing<'a>> {
     /// so far, and is recorded into the same graph. [`join`](Self::join) it back before
     /// `finish()`, or the capture fails with [`Error::UnjoinedFork`].
     ///
+    /// # After the capture ends
+    /// A fork that is not joined can outlive its capture (the guard finished or dropped):
+    /// it is still typed `Stream<Capturing<'a>>`, but it no longer records anything. Every
+    /// operation on it then returns [`Error::CaptureEnded`] without reaching the driver —
+    /// so no work runs eagerly by mistake, and no memory is allocated through it (an
+    /// `alloc_async` would otherwise be an ordinary stream-ordered allocation that its
+    /// [`GraphBuffer`] never frees). Graph memory it allocated while the capture lasted
+    /// belongs to the graph and is freed with it. Dropping the fork returns its stream to
+    /// the context.
+    ///
+    /// This is checked at run time, not in the types, on purpose: tying the fork to a
+    /// borrow of the guard would forbid using the guard (which needs `&mut`) while any
+    /// fork lives — the very thing forks are for — and `finish()` takes the guard by value,
+    /// which no borrow checker can order after the fork's last use without also ending the
+    /// fork's borrow first. The check is one flag read per operation.
+    ///
     /// # Errors
-    /// [`Error::Driver`].
+    /// [`Error::CaptureEnded`] if this stream's capture has ended; [`Error::Driver`].
     #[track_caller]
     pub fn fork(&mut self) -> Result<Stream<Capturing<'a>>> {
         let site = CallSite::caller();
+        Capturing::check_live(&self.ext, "Stream::fork")?;
         let raw = spare_stream(&self.ctx)?;
         let ev = Event::new(&self.ctx)?;
         let r = self.run("Stream::fork", site, |b, s| {
@@ -851,10 +874,12 @@ impl<'a> Stream<Capturing<'a>> {
     /// Joins a forked stream back: later work here waits for everything recorded on `side`.
     ///
     /// # Errors
-    /// [`Error::ContextMismatch`] if `side` belongs to another capture, [`Error::Driver`].
+    /// [`Error::ContextMismatch`] if `side` belongs to another capture,
+    /// [`Error::CaptureEnded`] if the capture has ended, [`Error::Driver`].
     #[track_caller]
     pub fn join(&mut self, side: Stream<Capturing<'a>>) -> Result<()> {
         let site = CallSite::caller();
+        Capturing::check_live(&self.ext, "Stream::join")?;
         if !std::rc::Rc::ptr_eq(&self.ext, &side.ext) {
             return Err(Error::ContextMismatch { op: "Stream::join", what: "forked stream (of another capture)" });
         }

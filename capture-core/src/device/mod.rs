@@ -167,6 +167,9 @@ pub(crate) trait Backend: Send + Sync + 'static {
     fn host_write(&self, dst: HostPtr, offset: usize, src: &[u8]);
     /// Copy a pinned/managed host-visible allocation's bytes out (a plain host read).
     fn host_read(&self, src: HostPtr, offset: usize, dst: &mut [u8]);
+    /// Zeroes the first `bytes` of a pinned/managed host-visible allocation in place (no
+    /// host buffer of that size is made).
+    fn host_zero(&self, dst: HostPtr, bytes: usize);
     fn managed_host_ptr(&self, p: DevPtr) -> HostPtr;
 
     fn memcpy_htod(&self, dst: DevPtr, src: &[u8]) -> Result<(), DriverCode>;

@@ -27,6 +27,11 @@
 //! - **Fork/join**: a stream that waits on an event recorded inside a capture joins it; if it
 //!   has not been waited on by the capture again when the capture ends, ending fails with
 //!   `CUDA_ERROR_STREAM_CAPTURE_UNJOINED`.
+//! - **Memory** of the advertised size ([`SIM_TOTAL_MEM`], an H100's 80 GiB), paged and
+//!   backed lazily by host memory: a page is allocated when first written, untouched pages
+//!   read as zeros, so allocating more than this host has works as it does on the GPU.
+//!   Asking for more than the device has, or more pinned memory than [`SIM_HOST_MEM`], is
+//!   `CUDA_ERROR_OUT_OF_MEMORY`; so is a page the host cannot back — never an abort.
 //! - **Graphs**: copies, memsets and memory nodes really execute at every replay; kernel nodes
 //!   are recorded and run the host implementation registered for that kernel name with
 //!   [`SimDevice::register_kernel`], if any.
@@ -112,7 +117,10 @@ impl KernelCall<'_> {
     }
     /// Reads `len` elements at device address `addr`.
     pub fn read<T: bytemuck::Pod>(&self, addr: u64, len: usize) -> Result<Vec<T>, KernelFault> {
-        let mut out = vec![T::zeroed(); len];
+        let mut out = Vec::new();
+        out.try_reserve_exact(len)
+            .map_err(|_| KernelFault { reason: format!("read of {len} elements: out of host memory") })?;
+        out.resize(len, T::zeroed());
         self.mem
             .read(addr, bytemuck::cast_slice_mut(&mut out))
             .map_err(|_| KernelFault { reason: format!("read of {len} elements at {addr:#x} is out of bounds") })?;
@@ -134,12 +142,13 @@ enum AllocKind {
     Graph,
 }
 
-struct Alloc {
-    kind: AllocKind,
-    data: Vec<u8>,
-}
-
 /// The simulated address space.
+///
+/// Allocations are paged and lazily backed: a page of host memory is allocated the first
+/// time it is written (fallibly: a failed host allocation is `OUT_OF_MEMORY`, never an
+/// abort), and reads of untouched pages give zeros. So the full advertised 80 GiB can be
+/// allocated on a machine with less host memory, as long as the work touches less of it
+/// (issue #13, item 1).
 #[derive(Default)]
 pub(crate) struct Memory {
     allocs: BTreeMap<u64, Alloc>,
@@ -148,6 +157,86 @@ pub(crate) struct Memory {
     used: usize,
     /// Pinned host memory in use (not device memory: not in `mem_info`).
     host_used: usize,
+}
+
+/// Bytes per page of simulated memory (the last page of an allocation may be shorter).
+const PAGE: usize = 64 << 10;
+
+struct Alloc {
+    kind: AllocKind,
+    len: usize,
+    /// Backed pages by index; a missing page reads as zeros.
+    pages: HashMap<usize, Box<[u8]>>,
+}
+
+impl Alloc {
+    fn page_len(&self, i: usize) -> usize {
+        PAGE.min(self.len - i * PAGE)
+    }
+    /// Page `i`, backed now if it was not.
+    fn page_mut(&mut self, i: usize) -> Result<&mut [u8], DriverCode> {
+        let n = self.page_len(i);
+        match self.pages.entry(i) {
+            std::collections::hash_map::Entry::Occupied(e) => Ok(e.into_mut()),
+            std::collections::hash_map::Entry::Vacant(e) => {
+                let mut v = Vec::new();
+                v.try_reserve_exact(n).map_err(|_| DriverCode::OUT_OF_MEMORY)?;
+                v.resize(n, 0);
+                Ok(e.insert(v.into_boxed_slice()))
+            }
+        }
+    }
+    /// Calls `f(page, offset in page, offset in range, length)` for each page piece of
+    /// `off..off + len`.
+    fn pieces(
+        off: usize,
+        len: usize,
+        mut f: impl FnMut(usize, usize, usize, usize) -> Result<(), DriverCode>,
+    ) -> Result<(), DriverCode> {
+        let mut done = 0;
+        while done < len {
+            let pos = off + done;
+            let (i, o) = (pos / PAGE, pos % PAGE);
+            let n = (PAGE - o).min(len - done);
+            f(i, o, done, n)?;
+            done += n;
+        }
+        Ok(())
+    }
+    fn read(&self, off: usize, dst: &mut [u8]) {
+        let _ = Self::pieces(off, dst.len(), |i, o, d, n| {
+            match self.pages.get(&i) {
+                Some(p) => dst[d..d + n].copy_from_slice(&p[o..o + n]),
+                None => dst[d..d + n].fill(0),
+            }
+            Ok(())
+        });
+    }
+    fn write(&mut self, off: usize, src: &[u8]) -> Result<(), DriverCode> {
+        Self::pieces(off, src.len(), |i, o, d, n| {
+            self.page_mut(i)?[o..o + n].copy_from_slice(&src[d..d + n]);
+            Ok(())
+        })
+    }
+    fn set(&mut self, off: usize, value: u8, len: usize) -> Result<(), DriverCode> {
+        if value == 0 && off == 0 && len == self.len {
+            self.pages.clear();
+            return Ok(());
+        }
+        Self::pieces(off, len, |i, o, _, n| {
+            if value == 0 {
+                if o == 0 && n == self.page_len(i) {
+                    self.pages.remove(&i);
+                    return Ok(());
+                }
+                if !self.pages.contains_key(&i) {
+                    return Ok(());
+                }
+            }
+            self.page_mut(i)?[o..o + n].fill(value);
+            Ok(())
+        })
+    }
 }
 
 impl Memory {
@@ -163,16 +252,16 @@ impl Memory {
         } else {
             self.used += bytes;
         }
-        self.allocs.insert(base, Alloc { kind, data: vec![0; bytes] });
+        self.allocs.insert(base, Alloc { kind, len: bytes, pages: HashMap::new() });
         base
     }
     fn free(&mut self, base: u64, kinds: &[AllocKind]) -> Result<(), DriverCode> {
         match self.allocs.get(&base) {
             Some(a) if kinds.contains(&a.kind) => {
                 if a.kind == AllocKind::Host {
-                    self.host_used -= a.data.len();
+                    self.host_used -= a.len;
                 } else {
-                    self.used -= a.data.len();
+                    self.used -= a.len;
                 }
                 self.allocs.remove(&base);
                 Ok(())
@@ -180,34 +269,53 @@ impl Memory {
             _ => Err(DriverCode::INVALID_VALUE),
         }
     }
-    fn locate(&mut self, addr: u64, len: usize) -> Result<&mut [u8], DriverCode> {
-        let (base, a) = self.allocs.range_mut(..=addr).next_back().ok_or(DriverCode::ILLEGAL_ADDRESS)?;
-        let off = usize::try_from(addr - base).map_err(|_| DriverCode::ILLEGAL_ADDRESS)?;
-        let end = off.checked_add(len).ok_or(DriverCode::ILLEGAL_ADDRESS)?;
-        a.data.get_mut(off..end).ok_or(DriverCode::ILLEGAL_ADDRESS)
-    }
-    fn locate_ref(&self, addr: u64, len: usize) -> Result<&[u8], DriverCode> {
+    /// The allocation holding `addr..addr + len`, and the offset of `addr` in it.
+    fn find(&self, addr: u64, len: usize) -> Result<(u64, usize), DriverCode> {
         let (base, a) = self.allocs.range(..=addr).next_back().ok_or(DriverCode::ILLEGAL_ADDRESS)?;
         let off = usize::try_from(addr - base).map_err(|_| DriverCode::ILLEGAL_ADDRESS)?;
         let end = off.checked_add(len).ok_or(DriverCode::ILLEGAL_ADDRESS)?;
-        a.data.get(off..end).ok_or(DriverCode::ILLEGAL_ADDRESS)
+        if end > a.len {
+            return Err(DriverCode::ILLEGAL_ADDRESS);
+        }
+        Ok((*base, off))
+    }
+    fn at_mut(&mut self, addr: u64, len: usize) -> Result<(&mut Alloc, usize), DriverCode> {
+        let (base, off) = self.find(addr, len)?;
+        let a = self.allocs.get_mut(&base).ok_or(DriverCode::ILLEGAL_ADDRESS)?;
+        Ok((a, off))
     }
     fn read(&self, addr: u64, dst: &mut [u8]) -> Result<(), DriverCode> {
-        dst.copy_from_slice(self.locate_ref(addr, dst.len())?);
+        let (base, off) = self.find(addr, dst.len())?;
+        let a = self.allocs.get(&base).ok_or(DriverCode::ILLEGAL_ADDRESS)?;
+        a.read(off, dst);
         Ok(())
     }
     fn write(&mut self, addr: u64, src: &[u8]) -> Result<(), DriverCode> {
-        self.locate(addr, src.len())?.copy_from_slice(src);
-        Ok(())
+        let (a, off) = self.at_mut(addr, src.len())?;
+        a.write(off, src)
     }
     fn copy(&mut self, dst: u64, src: u64, bytes: usize) -> Result<(), DriverCode> {
-        let mut tmp = vec![0; bytes];
-        self.read(src, &mut tmp)?;
-        self.write(dst, &tmp)
+        // Both ends are checked first, so a bad copy changes nothing; then it goes a page
+        // at a time (never a host buffer of the copy's full size).
+        self.find(src, bytes)?;
+        self.find(dst, bytes)?;
+        let mut tmp = vec![0; bytes.min(PAGE)];
+        let mut done = 0;
+        while done < bytes {
+            let n = tmp.len().min(bytes - done);
+            self.read(src + done as u64, &mut tmp[..n])?;
+            self.write(dst + done as u64, &tmp[..n])?;
+            done += n;
+        }
+        Ok(())
     }
     fn set(&mut self, dst: u64, value: u8, bytes: usize) -> Result<(), DriverCode> {
-        self.locate(dst, bytes)?.fill(value);
-        Ok(())
+        let (a, off) = self.at_mut(dst, bytes)?;
+        a.set(off, value, bytes)
+    }
+    /// The length of the allocation at `base` of kind `kind`, if there is one.
+    fn len_of(&self, base: u64, kind: AllocKind) -> Option<usize> {
+        self.allocs.get(&base).filter(|a| a.kind == kind).map(|a| a.len)
     }
 }
 
@@ -410,6 +518,11 @@ fn sgemm_host(c: &mut KernelCall<'_>) -> Result<(), KernelFault> {
 /// The simulated device's memory size: an H100's 80 GiB.
 pub const SIM_TOTAL_MEM: usize = 80 << 30;
 
+/// The most pinned host memory the simulated device hands out in all (2 TiB, a large
+/// host's RAM); beyond it `alloc_pinned` fails with `OUT_OF_MEMORY`, as `cuMemHostAlloc`
+/// does. Pinned memory, like device memory, is backed lazily.
+pub const SIM_HOST_MEM: usize = 2 << 40;
+
 impl SimDevice {
     pub(crate) fn new() -> Self {
         let sim = Self { state: Mutex::new(State::default()), total: SIM_TOTAL_MEM };
@@ -611,6 +724,9 @@ impl Backend for SimDevice {
         if bytes == 0 {
             return Err(DriverCode::INVALID_VALUE);
         }
+        if st.mem.host_used.saturating_add(bytes) > SIM_HOST_MEM {
+            return Err(DriverCode::OUT_OF_MEMORY);
+        }
         Ok(HostPtr(st.mem.alloc(bytes, AllocKind::Host) as usize))
     }
     fn host_free(&self, p: HostPtr) -> Result<(), DriverCode> {
@@ -623,8 +739,8 @@ impl Backend for SimDevice {
     }
     fn mem_advise(&self, p: DevPtr, bytes: usize, _advice: Advice) -> Result<(), DriverCode> {
         let st = self.st();
-        match st.mem.allocs.get(&p.0) {
-            Some(a) if a.kind == AllocKind::Managed && bytes <= a.data.len() => Ok(()),
+        match st.mem.len_of(p.0, AllocKind::Managed) {
+            Some(len) if bytes <= len => Ok(()),
             _ => Err(DriverCode::INVALID_VALUE),
         }
     }
@@ -634,8 +750,8 @@ impl Backend for SimDevice {
             return Err(DriverCode::INVALID_HANDLE);
         }
         // Host memory is the only memory: a prefetch has nothing to move.
-        match st.mem.allocs.get(&p.0) {
-            Some(a) if a.kind == AllocKind::Managed && bytes <= a.data.len() => Ok(()),
+        match st.mem.len_of(p.0, AllocKind::Managed) {
+            Some(len) if bytes <= len => Ok(()),
             _ => Err(DriverCode::INVALID_VALUE),
         }
     }
@@ -647,6 +763,11 @@ impl Backend for SimDevice {
     fn host_read(&self, src: HostPtr, offset: usize, dst: &mut [u8]) {
         let r = self.st().mem.read(src.0 as u64 + offset as u64, dst);
         debug_assert!(r.is_ok(), "host_read out of bounds");
+    }
+    fn host_zero(&self, dst: HostPtr, bytes: usize) {
+        // Lazily backed: zeroing drops the pages, so it costs no host memory.
+        let r = self.st().mem.set(dst.0 as u64, 0, bytes);
+        debug_assert!(r.is_ok(), "host_zero out of bounds");
     }
     fn managed_host_ptr(&self, p: DevPtr) -> HostPtr {
         HostPtr(p.0 as usize)
@@ -996,5 +1117,52 @@ impl Backend for SimDevice {
             let _ = st.mem.free(p, &[AllocKind::Graph]);
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The paged, lazily backed memory (issue #13, item 1): contents agree with a flat
+    //! buffer across page boundaries, untouched pages cost nothing, and bounds hold.
+    use super::{AllocKind, Memory, PAGE};
+    use crate::error::DriverCode;
+
+    #[test]
+    fn pages_behave_like_flat_memory() {
+        let mut m = Memory::default();
+        let len = 3 * PAGE + 17;
+        let a = m.alloc(len, AllocKind::Device);
+        let b = m.alloc(len, AllocKind::Device);
+        let mut flat = vec![0u8; len];
+        // Writes straddling page boundaries, a partial set, a zero set of a whole page.
+        let data: Vec<u8> = (0..PAGE + 10).map(|i| (i % 251) as u8 + 1).collect();
+        m.write(a + (PAGE - 5) as u64, &data).unwrap();
+        flat[PAGE - 5..PAGE - 5 + data.len()].copy_from_slice(&data);
+        m.set(a + 3, 9, 4).unwrap();
+        flat[3..7].fill(9);
+        m.set(a + (2 * PAGE) as u64, 0, PAGE).unwrap();
+        flat[2 * PAGE..3 * PAGE].fill(0);
+        m.set(a + (3 * PAGE) as u64, 0xab, 17).unwrap();
+        flat[3 * PAGE..].fill(0xab);
+        let mut got = vec![0u8; len];
+        m.read(a, &mut got).unwrap();
+        assert!(got == flat, "paged memory differs from a flat buffer");
+        // A copy across allocations, page by page.
+        m.copy(b, a, len).unwrap();
+        m.read(b, &mut got).unwrap();
+        assert!(got == flat);
+        // Untouched memory reads as zeros and is not backed; a full zero set drops pages.
+        let c = m.alloc(1 << 40, AllocKind::Host);
+        let mut z = [1u8; 8];
+        m.read(c + (1 << 39), &mut z).unwrap();
+        assert_eq!(z, [0; 8]);
+        assert!(m.allocs[&c].pages.is_empty());
+        m.set(b, 0, len).unwrap();
+        assert!(m.allocs[&b].pages.is_empty());
+        // Bounds.
+        assert_eq!(m.read(a + len as u64 - 1, &mut [0u8; 2]), Err(DriverCode::ILLEGAL_ADDRESS));
+        assert_eq!(m.write(a + len as u64, &[1]), Err(DriverCode::ILLEGAL_ADDRESS));
+        assert_eq!(m.copy(a, b, len + 1), Err(DriverCode::ILLEGAL_ADDRESS));
+        assert_eq!(m.set(a, 1, len + 1), Err(DriverCode::ILLEGAL_ADDRESS));
     }
 }

@@ -176,6 +176,10 @@ impl Backend for CudaBackend {
         // SAFETY: module invariant (handles live, sizes checked by the caller).
         unsafe { raw::host_read(src.0, offset, dst) }
     }
+    fn host_zero(&self, dst: HostPtr, bytes: usize) {
+        // SAFETY: module invariant (handles live, sizes checked by the caller).
+        unsafe { raw::host_zero(dst.0, bytes) }
+    }
     fn managed_host_ptr(&self, p: DevPtr) -> HostPtr {
         // Managed memory has one address, valid on host and device.
         HostPtr(p.0 as usize)

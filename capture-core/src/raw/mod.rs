@@ -137,6 +137,15 @@ pub(crate) unsafe fn host_read(src: usize, offset: usize, dst: &mut [u8]) {
     unsafe { std::ptr::copy_nonoverlapping((src as *const u8).add(offset), dst.as_mut_ptr(), dst.len()) }
 }
 
+/// Zeroes `bytes` of host-visible memory at `dst`.
+///
+/// # Safety
+/// As [`host_write`], for `bytes` bytes.
+pub(crate) unsafe fn host_zero(dst: usize, bytes: usize) {
+    // SAFETY: bounds and exclusivity are forwarded to the caller.
+    unsafe { std::ptr::write_bytes(dst as *mut u8, 0, bytes) }
+}
+
 /// Synchronous host-to-device copy.
 ///
 /// # Safety
