@@ -105,6 +105,8 @@
 #[cfg(feature = "cublas")]
 mod blas;
 mod buffer;
+#[doc(hidden)]
+pub mod capturable_check;
 mod context;
 pub mod device;
 mod error;
@@ -146,5 +148,6 @@ pub use stream::Stream;
 /// Items the `#[capturable]` expansion refers to by absolute path. Not public API.
 #[doc(hidden)]
 pub mod __private {
+    pub use crate::capturable_check;
     pub use crate::state::{Capturing, Records};
 }

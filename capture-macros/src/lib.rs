@@ -32,7 +32,7 @@
 //! | synchronous allocation and free | `cuMemAlloc(_v2)`, `cudaMalloc`, `cuMemAllocHost`, `cuMemHostAlloc`, `malloc_sync`, `malloc_host`, `free_sync`, `cuMemFree`, `cudaFree`; methods `alloc`, `alloc_zeros`, `alloc_uninit`, `alloc_pinned`, `clone_htod`, `upload_new`, `free` |
 //! | synchronous copy and memset | `cuMemcpyHtoD`, `cuMemcpyDtoH`, `cuMemcpy`, `cudaMemcpy`, `cuMemsetD8/16/32`, `cudaMemset`, `memcpy_htod_sync`, `memcpy_dtoh_sync`, `memcpy_dtod_sync`, `memset_d8_sync`, `memset_sync`; methods `clone_dtoh`, `memcpy_dtov`, `memcpy_stod`, `upload`, `download`, `download_into`, `read_managed`, `write_managed` |
 //! | synchronization and queries | `synchronize` (any receiver or path), `cuStreamSynchronize`, `cuCtxSynchronize`, `cudaDeviceSynchronize`, `cuStreamQuery`, `cuEventQuery`, ...; methods `query`, `is_complete`, `try_is_complete`, `event_complete`, `wait_for_event`, `elapsed_ms` |
-//! | idle handles in the signature | a parameter whose type mentions `Stream<Idle>` or plain `Stream` (its state defaults to `Idle`), cudarc's `CudaStream` or `CudaContext`, also behind references, in `Arc<..>`, by full path |
+//! | idle handles in the signature | a parameter whose type mentions `Stream<Idle>` or plain `Stream` (its state defaults to `Idle`), cudarc's `CudaStream` or `CudaContext`, also behind references, in `Arc<..>`, by full path; and, resolved by the compiler, any parameter whose type *is* `Stream<Idle>`, a `Context`, cudarc's `CudaStream` or `CudaContext`, or a `&`, `&mut`, `Box`, `Arc`, `Rc`, `Option`, `Vec`, slice or array of one, whatever it is called (`use Stream as S`, `type IdleStream = Stream<Idle>`) |
 //! | raw driver calls | any call into `cudarc::driver::{sys, result}` (also `runtime`), `sys::cu*`, `result::*`, or a function named like the CUDA API (`cuLaunchKernel`, `cudaGraphLaunch`) |
 //! | `async fn` | capture cannot span an `.await` |
 //!
@@ -61,8 +61,8 @@
 //!
 //! # 4. Known limits, and what covers them
 //!
-//! The checker reads this function's tokens; it does not resolve names or follow calls. So it
-//! misses:
+//! The checker reads this function's tokens; apart from the parameter types (below), it does
+//! not resolve names or follow calls. So it misses:
 //!
 //! - a forbidden call hidden behind a helper function that is not itself `#[capturable]`;
 //! - calls through function pointers, closures passed in as arguments, and trait objects;
@@ -75,11 +75,15 @@
 //! The attribute is a second line of defence, and these gaps are covered by the first, the
 //! type-state. A `#[capturable]` function takes `&mut Stream<Capturing<'a>>`, on which the
 //! synchronous allocation, copy, memset, free, synchronize and query methods do not compile: each
-//! is gated on a trait only `Idle` implements, whose error names the fix. So a helper, a function
+//! is gated on a trait only `Idle` implements, whose error names the fix, and so is
+//! `Stream::context()`. So a helper, a function
 //! pointer or a trait object handed the capturing stream cannot reach them either. To reach them
-//! it needs an idle stream or a raw cudarc handle, which the parameter rule rejects in the
-//! annotated signature, or a `Context` to make one (`ctx.new_stream()`, `ctx.synchronize()`),
-//! which the checker sees only in the annotated body. What still gets through is reported at run
+//! it needs an idle stream, a `Context` (to make one, or to call `ctx.synchronize()`) or a raw
+//! cudarc handle, and the parameter rule rejects each of them in the annotated signature by
+//! resolved type, aliases included: each parameter gets a generated check, a never-called
+//! closure first in the body, whose error is spanned on the parameter's type. A type parameter
+//! (`S: Records<'a>`) is checked through its bounds by the type-state instead, and `impl Trait`
+//! parameters and `const fn`s are not checked (neither can be named in the body). What still gets through is reported at run
 //! time: work issued on another stream during a capture is listed in the capture report as having
 //! run eagerly, and an operation that invalidates the capture is named in
 //! `Error::CaptureInvalidated`. Raw FFI lives in `capture-core`'s one raw layer.
