@@ -97,7 +97,7 @@ impl Blas {
     /// initialised; allocation errors.
     pub fn new(stream: &mut Stream<Idle>, workspace_bytes: usize) -> Result<Self> {
         let workspace = stream.alloc_zeros::<u8>(workspace_bytes)?;
-        let b = stream.context().b();
+        let b = stream.ctx.b();
         let handle = b.blas_create().map_err(|code| Error::Driver { op: "cublasCreate", code })?;
         let blas = Self { handle, workspace, _not_sync: PhantomData };
         b.blas_bind(handle, stream.raw, blas.workspace.ptr, workspace_bytes)
@@ -130,11 +130,11 @@ impl Blas {
         let (m, n, k) = mnk;
         let (ta, tb) = (trans_a == Transpose::Yes, trans_b == Transpose::Yes);
         for buf in [a.0, b.0, c.0] {
-            if !buf.ctx.same(stream.context()) {
+            if !buf.ctx.same(&stream.ctx) {
                 return Err(Error::ContextMismatch { op: "Blas::sgemm", what: "matrix" });
             }
         }
-        if !self.workspace.ctx.same(stream.context()) {
+        if !self.workspace.ctx.same(&stream.ctx) {
             return Err(Error::ContextMismatch { op: "Blas::sgemm", what: "cuBLAS handle" });
         }
         let (ra, ca) = if ta { (k, m) } else { (m, k) };

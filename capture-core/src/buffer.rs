@@ -61,10 +61,6 @@ impl<T> DeviceBuffer<T> {
     pub fn device_ptr(&self) -> u64 {
         self.ptr.0
     }
-    /// The context it was allocated in.
-    pub fn context(&self) -> &Context {
-        &self.ctx
-    }
 }
 
 impl<T> Drop for DeviceBuffer<T> {

@@ -140,8 +140,8 @@ pub use pool::CapturePool;
 pub use report::{CaptureReport, WatchdogReport};
 pub use scalar::DeviceScalar;
 pub use state::{
-    BeginCapture, Capturing, Free, Idle, ManagedAlloc, PinnedAlloc, Query, Records, StreamState, SyncAlloc, SyncCopy,
-    Synchronize,
+    BeginCapture, Capturing, ContextAccess, Free, Idle, ManagedAlloc, PinnedAlloc, Query, Records, StreamState,
+    SyncAlloc, SyncCopy, Synchronize,
 };
 pub use stream::Stream;
 
