@@ -57,9 +57,9 @@ fn parameter_checks(sig: &Signature, allowed: &[String]) -> Option<TokenStream> 
     let checks: Vec<TokenStream> = sig
         .inputs
         .iter()
-        .filter_map(|input| match input {
-            FnArg::Typed(typed) => Some(&*typed.ty),
-            FnArg::Receiver(receiver) => Some(&*receiver.ty),
+        .map(|input| match input {
+            FnArg::Typed(typed) => &*typed.ty,
+            FnArg::Receiver(receiver) => &*receiver.ty,
         })
         .filter(|ty| check::nameable(ty) && !check::named_or_allowed(ty, allowed))
         .map(|ty| {
