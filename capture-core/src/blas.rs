@@ -104,7 +104,7 @@ impl Blas {
     /// initialised; allocation errors.
     pub fn new(stream: &mut Stream<Idle>, workspace_bytes: usize) -> Result<Self> {
         let workspace = stream.alloc_zeros::<u8>(workspace_bytes)?;
-        let b = stream.context().b();
+        let b = stream.ctx.b();
         let handle = b.blas_create().map_err(|code| Error::Driver { op: "cublasCreate", code })?;
         let blas = Self { handle, workspace, cudarc: None, _not_sync: PhantomData };
         b.blas_bind(handle, stream.raw, blas.workspace.ptr, workspace_bytes)
@@ -180,9 +180,9 @@ impl Blas {
         let b = (b.0.mem_ref(), b.1);
         let c = (c.0.mem_ref(), c.1);
         for buf in [&a.0, &b.0, &c.0] {
-            buf.check(stream.context(), "Blas::sgemm", "matrix")?;
+            buf.check(&stream.ctx, "Blas::sgemm", "matrix")?;
         }
-        if !self.workspace.ctx.same(stream.context()) {
+        if !self.workspace.ctx.same(&stream.ctx) {
             return Err(Error::ContextMismatch { op: "Blas::sgemm", what: "cuBLAS handle" });
         }
         let (ra, ca) = if ta { (k, m) } else { (m, k) };

@@ -68,10 +68,6 @@ impl<T> DeviceBuffer<T> {
     pub fn num_bytes(&self) -> usize {
         self.len * std::mem::size_of::<T>()
     }
-    /// The context it was allocated in.
-    pub fn context(&self) -> &Context {
-        &self.ctx
-    }
 }
 
 impl<T> Drop for DeviceBuffer<T> {

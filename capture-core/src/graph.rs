@@ -46,7 +46,7 @@ impl Graph<'_> {
     #[track_caller]
     pub fn launch(&self, stream: &mut Stream<Idle>) -> Result<()> {
         let site = CallSite::caller();
-        if !self.ctx.same(stream.context()) {
+        if !self.ctx.same(&stream.ctx) {
             return Err(Error::ContextMismatch { op: "Graph::launch", what: "stream" });
         }
         stream.run("Graph::launch", site, |b, s| b.graph_launch(self.exec, s))
@@ -59,7 +59,7 @@ impl Graph<'_> {
     #[track_caller]
     pub fn upload(&self, stream: &mut Stream<Idle>) -> Result<()> {
         let site = CallSite::caller();
-        if !self.ctx.same(stream.context()) {
+        if !self.ctx.same(&stream.ctx) {
             return Err(Error::ContextMismatch { op: "Graph::upload", what: "stream" });
         }
         stream.run("Graph::upload", site, |b, s| b.graph_upload(self.exec, s))

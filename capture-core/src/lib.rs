@@ -221,6 +221,8 @@
 #[cfg(feature = "cublas")]
 mod blas;
 mod buffer;
+#[doc(hidden)]
+pub mod capturable_check;
 mod context;
 pub mod device;
 mod error;
@@ -258,8 +260,8 @@ pub use pool::CapturePool;
 pub use report::{CaptureReport, HostCopy, WatchdogReport};
 pub use scalar::DeviceScalar;
 pub use state::{
-    BeginCapture, Capturing, Free, Idle, ManagedAlloc, PinnedAlloc, Query, Records, StreamState, SyncAlloc, SyncCopy,
-    Synchronize,
+    BeginCapture, Capturing, ContextAccess, Free, Idle, ManagedAlloc, PinnedAlloc, Query, Records, StreamState,
+    SyncAlloc, SyncCopy, Synchronize,
 };
 pub use stream::Stream;
 pub use validate::{Outputs, ReplayCheck, ReplayCheckReport, Tolerance};
@@ -267,5 +269,6 @@ pub use validate::{Outputs, ReplayCheck, ReplayCheckReport, Tolerance};
 /// Items the `#[capturable]` expansion refers to by absolute path. Not public API.
 #[doc(hidden)]
 pub mod __private {
+    pub use crate::capturable_check;
     pub use crate::state::{Capturing, Records};
 }

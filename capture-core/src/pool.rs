@@ -79,7 +79,7 @@ impl CapturePool {
         len: usize,
     ) -> Result<Arc<DeviceBuffer<T>>> {
         let site = CallSite::caller();
-        if !self.ctx.same(stream.context()) {
+        if !self.ctx.same(&stream.ctx) {
             return Err(Error::ContextMismatch { op: "CapturePool::workspace", what: "stream" });
         }
         let mut slots = self.lock();
@@ -102,7 +102,7 @@ impl CapturePool {
                 capturing,
             });
         }
-        stream.context().fail_fast("CapturePool::workspace", site)?;
+        stream.ctx.fail_fast("CapturePool::workspace", site)?;
         let buf = Arc::new(stream.alloc_zeros_at::<T>("CapturePool::workspace", site, len)?);
         slots.insert(
             name.to_owned(),

@@ -59,7 +59,7 @@ impl<T: Pod> DeviceScalar<T> {
     pub fn new(stream: &mut Stream<Idle>, initial: T) -> Result<Self> {
         let dev = stream.upload_new(&[initial])?;
         let staging = stream.alloc_pinned::<T>(1)?;
-        let copied = Event::new(stream.context())?;
+        let copied = Event::new(&stream.ctx)?;
         Ok(Self { dev, staging, copied })
     }
 
@@ -69,7 +69,7 @@ impl<T: Pod> DeviceScalar<T> {
     /// [`Error::ContextMismatch`], [`Error::Driver`].
     #[track_caller]
     pub fn set(&self, stream: &mut Stream<Idle>, value: T) -> Result<()> {
-        if !self.dev.ctx.same(stream.context()) {
+        if !self.dev.ctx.same(&stream.ctx) {
             return Err(Error::ContextMismatch { op: "DeviceScalar::set", what: "stream" });
         }
         // The previous copy must have read the staging buffer before it is overwritten.

@@ -212,6 +212,19 @@ impl Query for Idle {}
 pub trait Free: sealed::Sealed {}
 impl Free for Idle {}
 
+/// Handing out the stream's [`Context`](crate::Context) (issue #13, item 3).
+///
+/// A context makes idle streams (`new_stream`) and synchronizes the device, so a capturing
+/// stream does not give its context out: code handed only a `Stream<Capturing>` (a
+/// `#[capturable]` function, a helper it calls) has no way to an idle handle through it.
+#[diagnostic::on_unimplemented(
+    message = "a capturing stream does not give out its context (`{Self}`)",
+    label = "`context()` is only available on an idle stream",
+    note = "a `Context` makes idle streams and synchronizes the device, which breaks the capture; take what you need from the context before `stream.capture()` (its name, its kind, a module), or after `finish()`"
+)]
+pub trait ContextAccess: sealed::Sealed {}
+impl ContextAccess for Idle {}
+
 /// Starting a capture: only an idle stream can.
 #[diagnostic::on_unimplemented(
     message = "this stream is already capturing (`{Self}`)",

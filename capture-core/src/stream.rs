@@ -19,8 +19,8 @@ use crate::module::{mismatch, ArgCx, Kernel, KernelArgs, LaunchConfig, MAX_KERNE
 use crate::registry::Deferred;
 use crate::report::CaptureReport;
 use crate::state::{
-    BeginCapture, Capturing, Free, Idle, ManagedAlloc, PinnedAlloc, Query, Records, StreamState, SyncAlloc, SyncCopy,
-    Synchronize,
+    BeginCapture, Capturing, ContextAccess, Free, Idle, ManagedAlloc, PinnedAlloc, Query, Records, StreamState,
+    SyncAlloc, SyncCopy, Synchronize,
 };
 
 pub(crate) enum Owner {
@@ -77,8 +77,13 @@ impl<S: StreamState> Stream<S> {
         Self { ctx, raw, owner, ext, _s: PhantomData }
     }
 
-    /// The stream's context.
-    pub fn context(&self) -> &Context {
+    /// The stream's context. Only an idle stream gives it out: a context makes idle streams and
+    /// synchronizes the device, and the capture type-state keeps both away from code that holds
+    /// only a capturing stream (issue #13, item 3).
+    pub fn context(&self) -> &Context
+    where
+        S: ContextAccess,
+    {
         &self.ctx
     }
 

@@ -44,6 +44,14 @@ impl AnyFn {
         }
     }
 
+    pub(crate) fn body_mut(&mut self) -> Option<&mut Block> {
+        match self {
+            AnyFn::Free(f) => Some(&mut f.block),
+            AnyFn::Impl(f) => Some(&mut f.block),
+            AnyFn::Trait(f) => f.default.as_mut(),
+        }
+    }
+
     pub(crate) fn body(&self) -> Option<&Block> {
         match self {
             AnyFn::Free(f) => Some(&f.block),
@@ -65,6 +73,16 @@ impl AnyFn {
             return Ok(AnyFn::Trait(f));
         }
         Err(free_err)
+    }
+}
+
+impl ToTokens for AnyFn {
+    fn to_tokens(&self, tokens: &mut TokenStream) {
+        match self {
+            AnyFn::Free(f) => f.to_tokens(tokens),
+            AnyFn::Impl(f) => f.to_tokens(tokens),
+            AnyFn::Trait(f) => f.to_tokens(tokens),
+        }
     }
 }
 
@@ -331,6 +349,44 @@ fn add_use_tree(map: &mut HashMap<String, Vec<String>>, mut prefix: Vec<String>,
         }
         // A glob brings in names the checker already knows by their last segment.
         UseTree::Glob(_) => {}
+    }
+}
+
+/// Whether the name-based rule already speaks for this parameter type: it names an idle handle
+/// (reported, or allowed), or any of its path segments is a name given in `allow(...)` (an alias
+/// the user allowed). The type-resolved check in `expand` skips such parameters, so a parameter
+/// gets one error, not two.
+pub(crate) fn named_or_allowed(ty: &Type, allowed: &[String]) -> bool {
+    let mut finder = HandleFinder::default();
+    finder.visit_type(ty);
+    if finder.found.is_some() {
+        return true;
+    }
+    let mut names = SegmentNames::default();
+    names.visit_type(ty);
+    names.0.iter().any(|name| allowed.contains(name))
+}
+
+/// Whether the type can be written inside the body: `impl Trait` in argument position cannot.
+pub(crate) fn nameable(ty: &Type) -> bool {
+    struct FindImpl(bool);
+    impl<'ast> Visit<'ast> for FindImpl {
+        fn visit_type_impl_trait(&mut self, _: &'ast syn::TypeImplTrait) {
+            self.0 = true;
+        }
+    }
+    let mut find = FindImpl(false);
+    find.visit_type(ty);
+    !find.0
+}
+
+#[derive(Default)]
+struct SegmentNames(Vec<String>);
+
+impl<'ast> Visit<'ast> for SegmentNames {
+    fn visit_path_segment(&mut self, segment: &'ast syn::PathSegment) {
+        self.0.push(segment.ident.to_string());
+        visit::visit_path_segment(self, segment);
     }
 }
 

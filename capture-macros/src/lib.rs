@@ -32,7 +32,7 @@
 //! | synchronous allocation and free | `cuMemAlloc(_v2)`, `cudaMalloc`, `cuMemAllocHost`, `cuMemHostAlloc`, `malloc_sync`, `malloc_host`, `free_sync`, `cuMemFree`, `cudaFree`; methods `alloc`, `alloc_zeros`, `alloc_uninit`, `alloc_pinned`, `clone_htod`, `upload_new`, `free` |
 //! | synchronous copy and memset | `cuMemcpyHtoD`, `cuMemcpyDtoH`, `cuMemcpy`, `cudaMemcpy`, `cuMemsetD8/16/32`, `cudaMemset`, `memcpy_htod_sync`, `memcpy_dtoh_sync`, `memcpy_dtod_sync`, `memset_d8_sync`, `memset_sync`; methods `clone_dtoh`, `memcpy_dtov`, `memcpy_stod`, `upload`, `download`, `download_into`, `read_managed`, `write_managed` |
 //! | synchronization and queries | `synchronize` (any receiver or path), `cuStreamSynchronize`, `cuCtxSynchronize`, `cudaDeviceSynchronize`, `cuStreamQuery`, `cuEventQuery`, ...; methods `query`, `is_complete`, `try_is_complete`, `event_complete`, `wait_for_event`, `elapsed_ms` |
-//! | idle handles in the signature | a parameter whose type mentions `Stream<Idle>` or plain `Stream` (its state defaults to `Idle`), cudarc's `CudaStream` or `CudaContext`, also behind references, in `Arc<..>`, by full path |
+//! | idle handles in the signature | a parameter whose type mentions `Stream<Idle>` or plain `Stream` (its state defaults to `Idle`), cudarc's `CudaStream` or `CudaContext`, also behind references, in `Arc<..>`, by full path; and, resolved by the compiler, any parameter whose type *is* `Stream<Idle>`, a `Context`, cudarc's `CudaStream` or `CudaContext`, or a `&`, `&mut`, `Box`, `Arc`, `Rc`, `Option`, `Vec`, slice or array of one, whatever it is called (`use Stream as S`, `type IdleStream = Stream<Idle>`) |
 //! | raw driver calls | any call into `cudarc::driver::{sys, result}` (also `runtime`), `sys::cu*`, `result::*`, or a function named like the CUDA API (`cuLaunchKernel`, `cudaGraphLaunch`) |
 //! | `async fn` | capture cannot span an `.await` |
 //!
@@ -61,8 +61,8 @@
 //!
 //! # 4. Known limits, and what covers them
 //!
-//! The checker reads this function's tokens; it does not resolve names or follow calls. So it
-//! misses:
+//! The checker reads this function's tokens; apart from the parameter types (below), it does
+//! not resolve names or follow calls. So it misses:
 //!
 //! - a forbidden call hidden behind a helper function that is not itself `#[capturable]`;
 //! - calls through function pointers, closures passed in as arguments, and trait objects;
@@ -72,17 +72,41 @@
 //! - items nested inside the body (a nested `fn` is a separate function: annotate it too), and
 //!   macro bodies that are not expressions or statements.
 //!
-//! The attribute is a second line of defence, and these gaps are covered by the first, the
-//! type-state. A `#[capturable]` function takes `&mut Stream<Capturing<'a>>`, on which the
-//! synchronous allocation, copy, memset, free, synchronize and query methods do not compile: each
-//! is gated on a trait only `Idle` implements, whose error names the fix. So a helper, a function
-//! pointer or a trait object handed the capturing stream cannot reach them either. To reach them
-//! it needs an idle stream or a raw cudarc handle, which the parameter rule rejects in the
-//! annotated signature, or a `Context` to make one (`ctx.new_stream()`, `ctx.synchronize()`),
-//! which the checker sees only in the annotated body. What still gets through is reported at run
-//! time: work issued on another stream during a capture is listed in the capture report as having
-//! run eagerly, and an operation that invalidates the capture is named in
-//! `Error::CaptureInvalidated`. Raw FFI lives in `capture-core`'s one raw layer.
+//! These gaps are covered by the two other layers below.
+//!
+//! # 5. The guarantee, and where it ends
+//!
+//! Three layers together, each covering what the one before cannot see (issue #13, item 3):
+//!
+//! 1. **Type-state (compile time, everywhere).** A `#[capturable]` function takes
+//!    `&mut Stream<Capturing<'a>>`. On it the synchronous allocation, copy, memset, free,
+//!    synchronize and query methods do not compile: each is gated on a trait only `Idle`
+//!    implements, whose error names the fix. `Stream::context()` is gated the same way
+//!    (`ContextAccess`), buffers do not give out their context, and no method of a capturing
+//!    stream or a guard returns an idle stream, a `Context` or a cudarc handle. So *whatever* the
+//!    capturing stream is handed to (a helper, a function pointer, a trait object) cannot reach a
+//!    blocking call through it.
+//! 2. **The attribute (compile time, the annotated function).** It rejects the forbidden calls
+//!    in the function's own body by name, and any parameter that *is* an idle handle (`Stream<Idle>`,
+//!    `Context`, cudarc's `CudaStream`/`CudaContext`, or a reference or smart pointer to one) by
+//!    type, resolved by the compiler, so aliases do not hide one: each parameter gets a generated
+//!    check, a never-called closure first in the body, whose error is spanned on the parameter's
+//!    type. A type parameter (`S: Records<'a>`) is checked through its bounds by the type-state;
+//!    `impl Trait` parameters and `const fn`s are not checked (neither can be named in the body).
+//! 3. **Fail-fast (run time, the whole context).** What the types cannot see is a handle obtained
+//!    some other way: a `Context` or idle stream kept in a struct field, a global, a closure's
+//!    captures, or one reached through a parameter's fields. An un-annotated helper can use it to
+//!    call `alloc_managed`, `upload`, `synchronize`, ... During a `Global` (the default) or
+//!    `ThreadLocal` capture every such call through this crate is refused with
+//!    `Error::CaptureActive` *before* the driver is called, so the capture stays intact and
+//!    finishes (tested in `tests/tests/capturable.rs`). In `Relaxed` mode it runs eagerly and the
+//!    capture report lists it.
+//!
+//! Where it ends: code that bypasses this crate altogether, calling cudarc or the driver directly
+//! with handles it obtained itself, is seen by none of the three layers; its synchronous calls
+//! invalidate the capture (reported as `Error::CaptureInvalidated` at `finish`) or, for a
+//! synchronous copy, run once and are missing from the graph. Raw FFI in this crate lives only in
+//! `capture-core`'s raw layer.
 
 extern crate proc_macro;
 

@@ -112,6 +112,7 @@ fn objects_of_another_context_are_refused() {
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "Miri cannot dlopen libcuda; runs natively")]
 fn open_default_says_which_device() {
     let ctx = Context::open_default();
     match ctx.kind() {

@@ -244,7 +244,9 @@ fn simulator_agrees_with_the_h100_cell_for_cell() {
     let mut checked = 0;
     let mut skipped = BTreeSet::new();
     let mut diffs = Vec::new();
-    for line in TSV.lines().filter(|l| !l.starts_with('#') && !l.starts_with("op\t")) {
+    // Under Miri (CI, issue #13, item 9) every 4th row, so the run fits CI's time; natively, all.
+    let stride = if cfg!(miri) { 4 } else { 1 };
+    for line in TSV.lines().filter(|l| !l.starts_with('#') && !l.starts_with("op\t")).step_by(stride) {
         let f: Vec<&str> = line.split('\t').collect();
         assert!(f.len() >= 10, "malformed probe row: {line}");
         let (op, mode) = (f[0], f[1]);
@@ -279,7 +281,9 @@ fn simulator_agrees_with_the_h100_cell_for_cell() {
         checked += 1;
     }
     assert!(diffs.is_empty(), "the simulator disagrees with the H100 in {} cells:\n{}", diffs.len(), diffs.join("\n"));
-    assert_eq!(skipped.len(), NOT_MODELLED.len(), "NOT_MODELLED lists ops the probe no longer has");
-    assert!(checked >= 100, "only {checked} cells checked");
+    if stride == 1 {
+        assert_eq!(skipped.len(), NOT_MODELLED.len(), "NOT_MODELLED lists ops the probe no longer has");
+    }
+    assert!(checked >= 100 / stride, "only {checked} cells checked");
     eprintln!("simulator matches the H100 in all {checked} modelled cells ({} ops not modelled)", skipped.len());
 }

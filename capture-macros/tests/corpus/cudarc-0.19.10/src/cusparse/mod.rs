@@ -1,5 +1,0 @@
-#[allow(warnings)]
-#[rustfmt::skip]
-pub mod sys;
-
-pub mod result;

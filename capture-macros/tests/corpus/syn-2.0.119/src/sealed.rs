@@ -1,4 +1,0 @@
-#[cfg(feature = "parsing")]
-pub(crate) mod lookahead {
-    pub trait Sealed: Copy {}
-}

@@ -1,6 +1,0 @@
-#![allow(dead_code)]
-#![allow(clippy::module_name_repetitions, clippy::shadow_unrelated)]
-
-pub mod eq;
-pub mod parse;
-pub mod visit;
