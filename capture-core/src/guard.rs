@@ -380,9 +380,13 @@ impl<'s, 'a> CaptureGuard<'s, 'a> {
     ///
     /// # Errors
     /// [`Error::CaptureInvalidated`] naming the operation that invalidated it,
-    /// [`Error::UnjoinedFork`], [`Error::EmptyCapture`], or [`Error::Driver`] from
+    /// [`Error::UnjoinedFork`], [`Error::EmptyCapture`], [`Error::CaptureActive`] when
+    /// another Global capture (or ThreadLocal capture on this thread) is still active — the
+    /// driver refuses to instantiate then: finish that one first, or use
+    /// [`CaptureMode::Relaxed`](crate::CaptureMode::Relaxed) — or [`Error::Driver`] from
     /// instantiation. On error the stream is idle again and usable, and the report is
     /// logged.
+    #[track_caller]
     pub fn finish(mut self) -> Result<(Graph<'a>, CaptureReport)> {
         if self.ended_elsewhere() {
             return Err(Error::CaptureEnded { op: "CaptureGuard::finish", capture: self.id() });
@@ -413,6 +417,13 @@ impl<'s, 'a> CaptureGuard<'s, 'a> {
         report.nodes = nodes;
         if nodes.memcpy > 0 {
             report.unpinned_host_copies = b.graph_host_copies(graph).unwrap_or_default();
+        }
+        // Instantiating is refused by the driver (CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED)
+        // while another Global capture, or a ThreadLocal one on this thread, is active:
+        // name that capture instead (seen on the H100).
+        if let Err(e) = ctx.fail_fast("CaptureGuard::finish (cuGraphInstantiate)", CallSite::caller()) {
+            let _ = b.graph_destroy(graph);
+            return Err(e);
         }
         let exec = match b.graph_instantiate(graph) {
             Ok(e) => e,

@@ -53,9 +53,10 @@ pub trait StreamState: sealed::Sealed {
     fn release_pooled(ext: &Self::Ext, ctx: &Context, raw: RawStream);
     /// `Err` when the stream may no longer issue work: its capture has ended
     /// ([`Error::CaptureEnded`]) or its guard's stream was swapped
-    /// ([`Error::CaptureStreamSwapped`]). Checked before every operation.
+    /// ([`Error::CaptureStreamSwapped`]). Checked before every operation. `Ok` carries the
+    /// capture's id (0 when not capturing), so the hot path borrows the book once.
     #[doc(hidden)]
-    fn check_live(ext: &Self::Ext, op: &'static str) -> Result<(), Error>;
+    fn check_live(ext: &Self::Ext, op: &'static str) -> Result<u64, Error>;
 }
 
 impl StreamState for Idle {
@@ -78,8 +79,8 @@ impl StreamState for Idle {
         ctx.reg().return_spare_stream(raw);
     }
     #[inline(always)]
-    fn check_live(_: &(), _: &'static str) -> Result<(), Error> {
-        Ok(())
+    fn check_live(_: &(), _: &'static str) -> Result<u64, Error> {
+        Ok(0)
     }
 }
 
@@ -118,18 +119,12 @@ impl StreamState for Capturing<'_> {
         }
     }
     #[inline]
-    fn check_live(ext: &Book, op: &'static str) -> Result<(), Error> {
+    fn check_live(ext: &Book, op: &'static str) -> Result<u64, Error> {
         let b = ext.borrow();
-        if b.has_ended() {
-            return Err(Error::CaptureEnded { op, capture: b.id });
+        if b.swapped || b.has_ended() {
+            return Err(not_live(&b, op));
         }
-        if b.swapped {
-            return Err(Error::CaptureStreamSwapped {
-                capture: b.id,
-                found: "another capturing stream; this stream's work may not reach its own graph".to_owned(),
-            });
-        }
-        Ok(())
+        Ok(b.id)
     }
 }
 
@@ -238,5 +233,18 @@ pub trait BeginCapture: sealed::Sealed + StreamState + Sized {
 impl BeginCapture for Idle {
     fn as_idle(s: &mut Stream<Idle>) -> &mut Stream<Idle> {
         s
+    }
+}
+
+/// The error of an operation on a capturing stream that may no longer issue work.
+#[cold]
+fn not_live(b: &crate::guard::CaptureBook, op: &'static str) -> Error {
+    if b.has_ended() {
+        Error::CaptureEnded { op, capture: b.id }
+    } else {
+        Error::CaptureStreamSwapped {
+            capture: b.id,
+            found: "another capturing stream; this stream's work may not reach its own graph".to_owned(),
+        }
     }
 }

@@ -148,10 +148,10 @@ impl<S: StreamState> Stream<S> {
     {
         let cfg = cfg.into();
         let site = CallSite::caller();
-        S::check_live(&self.ext, "Stream::launch")?;
+        let capture = S::check_live(&self.ext, "Stream::launch")?;
         self.check_ctx("Stream::launch", "kernel", kernel.context())?;
         cfg.validate()?;
-        let cx = ArgCx { ctx: &self.ctx, capture: S::capture_id(&self.ext) };
+        let cx = ArgCx { ctx: &self.ctx, capture };
         let mut slots = [0u64; MAX_KERNEL_ARGS];
         let mut sizes = [0u8; MAX_KERNEL_ARGS];
         let mut classes = [0u8; MAX_KERNEL_ARGS];
@@ -325,9 +325,13 @@ impl<S: StreamState> Stream<S> {
         len: usize,
     ) -> Result<DeviceBuffer<T>> {
         let buf = self.alloc_inner::<T>(op, site, len)?;
+        // On this stream, then waited for: the synchronous cuMemsetD8 runs on the legacy
+        // stream and may return before it is done, unordered with this (non-blocking)
+        // stream, so a following async write here could land first and be zeroed over
+        // (seen on the H100: issue #13's large-allocation test).
         self.run(op, site, |b, s| {
-            b.stream_synchronize(s)?;
-            b.memset_d8(buf.ptr, 0, buf.num_bytes())
+            b.memset_d8_async(buf.ptr, 0, buf.num_bytes(), s)?;
+            b.stream_synchronize(s)
         })?;
         Ok(buf)
     }
@@ -526,9 +530,10 @@ impl<S: StreamState> Stream<S> {
         let site = CallSite::caller();
         let m = buf.mem_ref();
         m.check(&self.ctx, "Stream::memset_sync", "buffer")?;
+        // In stream order, then waited for (see `alloc_zeros_at` for why not cuMemsetD8).
         self.run("Stream::memset_sync", site, |b, s| {
-            b.stream_synchronize(s)?;
-            b.memset_d8(DevPtr(m.ptr), byte, m.bytes)
+            b.memset_d8_async(DevPtr(m.ptr), byte, m.bytes, s)?;
+            b.stream_synchronize(s)
         })
     }
 

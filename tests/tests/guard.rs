@@ -211,6 +211,38 @@ on_both!(fail_fast_refuses_sync_calls_during_global_and_thread_local_capture, |c
     }
 });
 
+// Found on the H100 (issue #9's GPU run): instantiating a graph is an "unsafe" call while
+// another Global capture, or a ThreadLocal one on this thread, is active: the driver refuses
+// cuGraphInstantiate with CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED. `finish` says which capture
+// is in the way instead, the stream is idle, and the other capture finishes normally.
+on_both!(finish_while_another_capture_is_active_names_it, |ctx: Context| {
+    for mode in [CaptureMode::Global, CaptureMode::ThreadLocal] {
+        let mut f = Fixture::new(ctx.clone()).unwrap();
+        let mut other = ctx.new_stream().unwrap();
+        let x = f.stream.upload_new(&vec![1.0f32; N]).unwrap();
+        let y = f.stream.upload_new(&vec![1.0f32; N]).unwrap();
+        let opts = CaptureOptions::new().mode(mode);
+        let mut g1 = f.stream.capture_with(opts).unwrap();
+        let mut g2 = other.capture_with(opts).unwrap();
+        g1.launch(&f.incr, cfg(), (&x, N as u32)).unwrap();
+        g2.launch(&f.incr, cfg(), (&y, N as u32)).unwrap();
+        let in_the_way = g2.id();
+        match g1.finish() {
+            Err(Error::CaptureActive { capture, mode: m, .. }) => {
+                assert_eq!(capture, in_the_way);
+                assert_eq!(m, mode);
+            }
+            Err(e) => panic!("{mode:?}: expected CaptureActive, got {e}"),
+            Ok(_) => panic!("{mode:?}: expected CaptureActive, got a graph"),
+        }
+        let (graph, report) = g2.finish().unwrap();
+        assert_eq!(report.nodes.kernels, 1);
+        graph.launch(&mut other).unwrap();
+        assert_eq!(other.download(&y).unwrap()[0], 2.0);
+        assert_eq!(f.stream.download(&x).unwrap()[0], 1.0, "the refused graph never ran");
+    }
+});
+
 on_both!(relaxed_capture_allows_sync_alloc_elsewhere, |ctx: Context| {
     let mut f = Fixture::new(ctx.clone()).unwrap();
     let mut other = ctx.new_stream().unwrap();
