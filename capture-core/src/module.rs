@@ -287,7 +287,25 @@ impl fmt::Debug for KernelParam<'_> {
     }
 }
 
+#[cold]
+fn foreign_memory() -> Error {
+    Error::ContextMismatch { op: "Stream::launch", what: "device buffer" }
+}
+
+#[cold]
+fn foreign_graph_buffer(buffer_capture: u64, freed: bool, capture: u64) -> Error {
+    let used_in = if capture == 0 {
+        "an eager launch".to_owned()
+    } else if freed {
+        format!("capture #{capture} after `free_async`")
+    } else {
+        format!("capture #{capture}")
+    };
+    Error::ForeignGraphBuffer { buffer_capture, used_in }
+}
+
 impl<'a> KernelParam<'a> {
+    #[inline(always)]
     pub(crate) fn new(kind: ParamKind) -> Self {
         Self { kind, _borrow: PhantomData }
     }
@@ -328,26 +346,20 @@ impl<'a> KernelParam<'a> {
     }
 
     /// The slot's bits, size and type class, checked against the launch's context/capture.
-    #[inline]
+    /// On every launch's path: kept small (errors built out of line) so that it inlines.
+    #[inline(always)]
     pub(crate) fn slot(&self, cx: &ArgCx<'_>) -> Result<(u64, u8, ParamClass)> {
         match self.kind {
             ParamKind::Scalar { bits, size, class, .. } => Ok((bits, size, class)),
             ParamKind::Memory { ptr, ctx } => {
                 if !ctx.matches(cx.ctx) {
-                    return Err(Error::ContextMismatch { op: "Stream::launch", what: "device buffer" });
+                    return Err(foreign_memory());
                 }
                 Ok((ptr, 8, ParamClass::Pointer))
             }
             ParamKind::Graph { ptr, capture, freed } => {
                 if capture != cx.capture || freed {
-                    let used_in = if cx.capture == 0 {
-                        "an eager launch".to_owned()
-                    } else if freed {
-                        format!("capture #{} after `free_async`", cx.capture)
-                    } else {
-                        format!("capture #{}", cx.capture)
-                    };
-                    return Err(Error::ForeignGraphBuffer { buffer_capture: capture, used_in });
+                    return Err(foreign_graph_buffer(capture, freed, cx.capture));
                 }
                 Ok((ptr, 8, ParamClass::Pointer))
             }

@@ -90,7 +90,7 @@ impl StreamState for Capturing<'_> {
     fn capture_id(ext: &Book) -> u64 {
         ext.borrow().id
     }
-    #[inline]
+    #[inline(always)]
     fn on_op(ext: &Book, _: &Context, op: &'static str, site: CallSite) {
         let mut b = ext.borrow_mut();
         b.ops += 1;
