@@ -4,9 +4,9 @@
 //! The corpus is the source Cargo already downloaded for this workspace's build (issue #13,
 //! item 8: the repository holds only code we wrote): cudarc, syn, proc-macro2 and quote, at the
 //! versions `Cargo.lock` pins, found through `cargo metadata`. If a crate's source is missing the
-//! test fails and says how to get it (`cargo fetch`). candle is not a dependency of this
-//! workspace (it lives in `capture-candle/`, its own workspace), so its CUDA backend is not in
-//! the corpus.
+//! test fails and says how to get it (`cargo fetch`). candle is a dependency of
+//! `capture-candle/` (its own workspace): its CUDA backend, real capture-relevant code, is read
+//! the same way from that workspace's metadata (`candle_cuda_backend_is_checked`).
 //!
 //! `cargo test -p capture-macros --test corpus -- --nocapture` shows the summary;
 //! `cargo test -p capture-macros --release --test corpus -- --ignored --nocapture` times the whole
@@ -301,4 +301,74 @@ fn expansion_time_per_function() {
         us(pick(1.0)),
         total
     );
+}
+
+/// candle-core's CUDA backend (issue #13, item 8): the code a candle decode step runs through
+/// on the GPU, read from the source Cargo downloads for `capture-candle/` (the versions its
+/// `Cargo.lock` pins). The checker must parse every function without panicking and flag the
+/// synchronous device work candle does there (uploads, allocations, synchronization).
+#[test]
+fn candle_cuda_backend_is_checked() {
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("../capture-candle/Cargo.toml");
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+    let output = std::process::Command::new(&cargo)
+        .args(["metadata", "--format-version", "1", "--manifest-path"])
+        .arg(&manifest)
+        .output()
+        .unwrap_or_else(|e| panic!("running `{cargo} metadata` for capture-candle: {e}"));
+    assert!(
+        output.status.success(),
+        "`cargo metadata` for capture-candle failed, so candle's source cannot be located \
+         (run `cargo fetch --manifest-path capture-candle/Cargo.toml`):\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let metadata: serde_json::Value = serde_json::from_slice(&output.stdout).expect("`cargo metadata` prints JSON");
+    let package = metadata["packages"]
+        .as_array()
+        .expect("`cargo metadata` lists packages")
+        .iter()
+        .find(|p| p["name"] == "candle-core")
+        .expect("capture-candle depends on candle-core");
+    let version = package["version"].as_str().unwrap_or("?");
+    let root = Path::new(package["manifest_path"].as_str().expect("a manifest path")).parent().unwrap().to_owned();
+    let backend = root.join("src/cuda_backend");
+    assert!(
+        backend.is_dir(),
+        "candle-core {version}'s CUDA backend is not at {}: run `cargo fetch --manifest-path capture-candle/Cargo.toml`",
+        backend.display()
+    );
+    let mut paths = Vec::new();
+    rust_files(&backend, &[], &mut paths);
+    let label = format!("candle-core-{version}");
+    let mut fns = Vec::new();
+    for path in &paths {
+        let src = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
+        let file = syn::parse_file(&src).unwrap_or_else(|e| panic!("{} does not parse: {e}", path.display()));
+        let relative = Path::new(&label).join(path.strip_prefix(&root).unwrap());
+        Collector { file: &relative, owner: Vec::new(), out: &mut fns }.visit_file(&file);
+    }
+    let mut flagged = 0;
+    let mut by_category: BTreeMap<Category, usize> = BTreeMap::new();
+    for f in &fns {
+        let function = check::AnyFn::parse(f.tokens.clone())
+            .unwrap_or_else(|e| panic!("{}: `{}` does not parse as a function: {e}", f.file.display(), f.name));
+        let findings = check::check(&function, &[]);
+        flagged += usize::from(!findings.is_empty());
+        for finding in findings {
+            *by_category.entry(finding.category).or_default() += 1;
+        }
+    }
+    println!("{label} src/cuda_backend: {} functions from {} files; {flagged} flagged", fns.len(), paths.len());
+    for category in Category::ALL {
+        println!("  {:<36} {:>5}", category.label(), by_category.get(&category).copied().unwrap_or(0));
+    }
+    // 148 functions, 47 flagged, in candle-core 0.11.1 at the time of writing.
+    assert!(fns.len() >= 100, "only {} functions in candle's CUDA backend", fns.len());
+    for category in [Category::SyncCopy, Category::SyncAlloc, Category::Synchronize] {
+        assert!(
+            by_category.contains_key(&category),
+            "nothing in candle's CUDA backend was flagged as {}",
+            category.label()
+        );
+    }
 }
