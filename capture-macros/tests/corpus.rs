@@ -54,21 +54,28 @@ const CRATES: &[(&str, &[&str], &[&str])] = &[
     ("quote", &["src"], &[]),
 ];
 
-/// Each corpus crate's name, version and source directory, from `cargo metadata`.
-fn corpus_crates() -> Vec<(String, PathBuf)> {
-    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("../Cargo.toml");
+/// `cargo metadata` of the workspace whose manifest is `manifest` (relative to this crate);
+/// on failure, says to run `fetch` (the command that downloads its sources).
+fn cargo_metadata(manifest: &str, fetch: &str) -> serde_json::Value {
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join(manifest);
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
     let output = std::process::Command::new(&cargo)
         .args(["metadata", "--format-version", "1", "--manifest-path"])
-        .arg(&workspace)
+        .arg(&manifest)
         .output()
-        .unwrap_or_else(|e| panic!("running `{cargo} metadata` to locate the corpus sources: {e}"));
+        .unwrap_or_else(|e| panic!("running `{cargo} metadata` for {}: {e}", manifest.display()));
     assert!(
         output.status.success(),
-        "`cargo metadata` failed, so the corpus sources cannot be located (run `cargo fetch` first):\n{}",
+        "`cargo metadata` for {} failed, so the corpus sources cannot be located (run `{fetch}` first):\n{}",
+        manifest.display(),
         String::from_utf8_lossy(&output.stderr)
     );
-    let metadata: serde_json::Value = serde_json::from_slice(&output.stdout).expect("`cargo metadata` prints JSON");
+    serde_json::from_slice(&output.stdout).expect("`cargo metadata` prints JSON")
+}
+
+/// Each corpus crate's name, version and source directory, from `cargo metadata`.
+fn corpus_crates() -> Vec<(String, PathBuf)> {
+    let metadata = cargo_metadata("../Cargo.toml", "cargo fetch");
     let packages = metadata["packages"].as_array().expect("`cargo metadata` lists packages");
     CRATES
         .iter()
@@ -309,20 +316,8 @@ fn expansion_time_per_function() {
 /// synchronous device work candle does there (uploads, allocations, synchronization).
 #[test]
 fn candle_cuda_backend_is_checked() {
-    let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("../capture-candle/Cargo.toml");
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
-    let output = std::process::Command::new(&cargo)
-        .args(["metadata", "--format-version", "1", "--manifest-path"])
-        .arg(&manifest)
-        .output()
-        .unwrap_or_else(|e| panic!("running `{cargo} metadata` for capture-candle: {e}"));
-    assert!(
-        output.status.success(),
-        "`cargo metadata` for capture-candle failed, so candle's source cannot be located \
-         (run `cargo fetch --manifest-path capture-candle/Cargo.toml`):\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let metadata: serde_json::Value = serde_json::from_slice(&output.stdout).expect("`cargo metadata` prints JSON");
+    let metadata =
+        cargo_metadata("../capture-candle/Cargo.toml", "cargo fetch --manifest-path capture-candle/Cargo.toml");
     let package = metadata["packages"]
         .as_array()
         .expect("`cargo metadata` lists packages")

@@ -263,14 +263,26 @@ fn gpu_setup() -> Option<(std::sync::Arc<capture_tests::CudaContext>, Context)> 
     Some((cu, ctx))
 }
 
+/// A cudarc context and one of its streams, both wrapped (what adopting code starts from).
+struct Wrapped {
+    ctx: Context,
+    cu_stream: std::sync::Arc<cudarc::driver::CudaStream>,
+    stream: capture_core::Stream,
+}
+
+fn wrapped() -> Option<Wrapped> {
+    let (cu, ctx) = gpu_setup()?;
+    let cu_stream = cu.new_stream().unwrap();
+    let stream = ctx.wrap_cudarc_stream(cu_stream.clone()).unwrap();
+    Some(Wrapped { ctx, cu_stream, stream })
+}
+
 // Issue #9, part 2: cudarc slices and views are kernel arguments and copy operands.
 #[test]
 #[ignore = "needs a CUDA device"]
 fn cudarc_slices_and_views_as_args_gpu() {
     let _serial = capture_tests::gpu_lock();
-    let Some((cu, ctx)) = gpu_setup() else { return };
-    let cu_stream = cu.new_stream().unwrap();
-    let mut stream = ctx.wrap_cudarc_stream(cu_stream.clone()).unwrap();
+    let Some(Wrapped { ctx, cu_stream, mut stream }) = wrapped() else { return };
     let module = ctx.load_module(kernels::CHAIN_PTX).unwrap();
     let incr = module.kernel("incr_f32").unwrap();
     let mut slice = cu_stream.clone_htod(&[1.0f32; 64]).unwrap();
@@ -417,9 +429,7 @@ fn multi_stream_capture_with_tracking_gpu() {
 #[ignore = "needs a CUDA device"]
 fn cudarc_synchronize_during_capture_names_the_code_gpu() {
     let _serial = capture_tests::gpu_lock();
-    let Some((cu, ctx)) = gpu_setup() else { return };
-    let cu_stream = cu.new_stream().unwrap();
-    let mut stream = ctx.wrap_cudarc_stream(cu_stream.clone()).unwrap();
+    let Some(Wrapped { ctx, cu_stream: _, mut stream }) = wrapped() else { return };
     let handed_out = stream.cudarc().unwrap().clone();
     let module = ctx.load_module(kernels::CHAIN_PTX).unwrap();
     let incr = module.kernel("incr_f32").unwrap();
@@ -441,9 +451,7 @@ fn cudarc_synchronize_during_capture_names_the_code_gpu() {
 #[ignore = "needs a CUDA device"]
 fn cudarc_upload_from_vec_reported_gpu() {
     let _serial = capture_tests::gpu_lock();
-    let Some((cu, ctx)) = gpu_setup() else { return };
-    let cu_stream = cu.new_stream().unwrap();
-    let mut stream = ctx.wrap_cudarc_stream(cu_stream.clone()).unwrap();
+    let Some(Wrapped { ctx, cu_stream: _, mut stream }) = wrapped() else { return };
     let handed_out = stream.cudarc().unwrap().clone();
     let module = ctx.load_module(kernels::CHAIN_PTX).unwrap();
     let incr = module.kernel("incr_f32").unwrap();
@@ -466,9 +474,7 @@ fn cudarc_upload_from_vec_reported_gpu() {
 #[ignore = "needs a CUDA device"]
 fn blas_wraps_cudarc_handle_gpu() {
     let _serial = capture_tests::gpu_lock();
-    let Some((cu, ctx)) = gpu_setup() else { return };
-    let cu_stream = cu.new_stream().unwrap();
-    let mut stream = ctx.wrap_cudarc_stream(cu_stream.clone()).unwrap();
+    let Some(Wrapped { ctx: _, cu_stream, mut stream }) = wrapped() else { return };
     let handle = Arc::new(cudarc::cublas::CudaBlas::new(cu_stream.clone()).unwrap());
     let blas = capture_core::Blas::from_cudarc(&mut stream, handle, capture_core::Blas::DEFAULT_WORKSPACE).unwrap();
     let a = cu_stream.clone_htod(&[1.0f32, 2.0, 3.0, 4.0]).unwrap();
