@@ -178,6 +178,34 @@ impl Context {
         self.inner.b().mem_info().map_err(|code| Error::Driver { op: "cuMemGetInfo", code })
     }
 
+    /// The device's graph-memory pool: bytes used and reserved for graph allocations
+    /// (memory nodes) by every graph of the device, with their high-water marks. See
+    /// [`GraphMemUsage`](crate::GraphMemUsage).
+    ///
+    /// # Errors
+    /// [`Error::Driver`] (`cuDeviceGetGraphMemAttribute`).
+    pub fn graph_memory(&self) -> Result<crate::GraphMemUsage> {
+        self.inner.b().graph_mem_usage().map_err(|code| Error::Driver { op: "cuDeviceGetGraphMemAttribute", code })
+    }
+
+    /// Resets the graph-memory pool's high-water marks to the current figures.
+    ///
+    /// # Errors
+    /// [`Error::Driver`] (`cuDeviceSetGraphMemAttribute`).
+    pub fn reset_graph_memory_high(&self) -> Result<()> {
+        self.inner.b().graph_mem_reset_high().map_err(|code| Error::Driver { op: "cuDeviceSetGraphMemAttribute", code })
+    }
+
+    /// Returns the graph-memory pool's memory that no executing or scheduled graph uses to
+    /// the device (`cuDeviceGraphMemTrim`). Graphs keep working: a later launch reserves
+    /// what it needs again.
+    ///
+    /// # Errors
+    /// [`Error::Driver`] (`cuDeviceGraphMemTrim`).
+    pub fn trim_graph_memory(&self) -> Result<()> {
+        self.inner.b().graph_mem_trim().map_err(|code| Error::Driver { op: "cuDeviceGraphMemTrim", code })
+    }
+
     /// A new stream of this context, idle.
     ///
     /// # Errors

@@ -442,6 +442,29 @@ pub enum Error {
         replay: String,
     },
 
+    /// A graph family was asked for with a bucket list it cannot use.
+    #[error("invalid bucket list {buckets:?}: {reason}")]
+    InvalidBuckets {
+        /// The list as given.
+        buckets: Vec<usize>,
+        /// What is wrong and what to do.
+        reason: &'static str,
+    },
+
+    /// A batch is larger than the largest bucket of the family. Nothing was launched: a
+    /// batch is never truncated to fit.
+    #[error("a batch of {size} is larger than the largest bucket ({largest}) of this graph family: capture the family with a bucket of at least {size}, or split the batch into parts of at most {largest}")]
+    NoBucketFits {
+        /// The batch size asked for.
+        size: usize,
+        /// The family's largest bucket.
+        largest: usize,
+    },
+
+    /// A batch of size 0 was asked for: there is nothing to run.
+    #[error("a batch of size 0 was asked for: skip the launch when there is no work (a family's smallest bucket is at least 1)")]
+    EmptyBatch,
+
     /// A replay check was set up so that it could not check anything.
     #[error("invalid replay check: {reason}")]
     InvalidReplayCheck {
@@ -488,6 +511,27 @@ fn hint_for(code: DriverCode) -> &'static str {
 }
 
 impl Error {
+    /// Whether this error says the work could not be recorded into a graph (as opposed to
+    /// bad input, a context mismatch or an exhausted device): an invalidated capture, an
+    /// unjoined fork, an allocation the policy denied, a workspace asked of a sealed pool,
+    /// graph memory used across captures, an empty capture, a capture-time driver code, or
+    /// a replay that diverged from the eager run. [`Fallback`](crate::Fallback) falls back
+    /// to eager execution on these.
+    pub fn is_capture_failure(&self) -> bool {
+        match self {
+            Error::CaptureInvalidated { .. }
+            | Error::UnjoinedFork { .. }
+            | Error::AllocationDenied { .. }
+            | Error::PoolSealed { .. }
+            | Error::ForeignGraphBuffer { .. }
+            | Error::EmptyCapture
+            | Error::ReplayDiverged { .. }
+            | Error::OutputShapeChanged { .. } => true,
+            Error::Driver { code, .. } => code.is_capture_error(),
+            _ => false,
+        }
+    }
+
     /// The driver code behind this error, if it came from the driver (or the simulated
     /// device's model of it).
     pub fn driver_code(&self) -> Option<DriverCode> {

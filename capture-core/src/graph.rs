@@ -65,6 +65,17 @@ impl Graph<'_> {
         stream.run("Graph::upload", site, |b, s| b.graph_upload(self.exec, s))
     }
 
+    /// The same graph with its borrow lifetime erased. Only for an owner that keeps
+    /// everything the graph uses alive for as long as the returned graph lives (see
+    /// [`OwnedGraph`](crate::OwnedGraph)): the lifetime is a phantom, so no handle moves.
+    pub(crate) fn erase(mut self) -> Graph<'static> {
+        let g = Graph::new(self.ctx.clone(), self.graph, self.exec, self.nodes, self.capture_id);
+        // `self` no longer owns the handles: its `Drop` skips null ones.
+        self.exec = RawExec(0);
+        self.graph = RawGraph(0);
+        g
+    }
+
     pub(crate) fn context(&self) -> &Context {
         &self.ctx
     }
@@ -82,6 +93,9 @@ impl Graph<'_> {
 
 impl Drop for Graph<'_> {
     fn drop(&mut self) {
+        if self.exec.0 == 0 && self.graph.0 == 0 {
+            return; // handed to another `Graph` by `erase`
+        }
         let b = self.ctx.b();
         // The executable graph first, then the graph it was instantiated from.
         if let Err(code) = b.graph_exec_destroy(self.exec) {

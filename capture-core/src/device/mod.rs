@@ -101,6 +101,28 @@ pub struct NodeCounts {
     pub other: usize,
 }
 
+/// The device's graph-memory pool: the memory CUDA keeps for graph allocations (memory
+/// nodes, `alloc_async` on a capturing stream). It is one pool per device, shared by every
+/// graph: physical memory is reused across graphs launched one after another, so a family
+/// of graphs needs about as much as its largest member. Read it with
+/// [`Context::graph_memory`](crate::Context::graph_memory).
+///
+/// On the simulated device the pool is modelled: a graph's footprint is the peak of its
+/// live graph allocations in capture order, and a launch grows the reservation to the
+/// largest footprint launched since the last trim.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct GraphMemUsage {
+    /// Bytes currently associated with graphs.
+    pub used: u64,
+    /// High-water mark of `used` since the last reset.
+    pub used_high: u64,
+    /// Bytes reserved for graph allocations (what the pool holds of the device's memory).
+    pub reserved: u64,
+    /// High-water mark of `reserved` since the last reset.
+    pub reserved_high: u64,
+}
+
 /// Advice for a managed range.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub(crate) enum Advice {
@@ -223,4 +245,11 @@ pub(crate) trait Backend: Send + Sync + 'static {
     fn graph_exec_update(&self, e: RawExec, g: RawGraph) -> Result<bool, DriverCode>;
     fn graph_exec_destroy(&self, e: RawExec) -> Result<(), DriverCode>;
     fn graph_destroy(&self, g: RawGraph) -> Result<(), DriverCode>;
+
+    /// The device's graph-memory pool figures.
+    fn graph_mem_usage(&self) -> Result<GraphMemUsage, DriverCode>;
+    /// Resets the pool's high-water marks.
+    fn graph_mem_reset_high(&self) -> Result<(), DriverCode>;
+    /// Returns pool memory no executing or scheduled graph uses.
+    fn graph_mem_trim(&self) -> Result<(), DriverCode>;
 }

@@ -247,10 +247,12 @@ impl Memory {
         let base = self.next;
         // 256-byte alignment like the driver, plus a guard gap so overruns are detected.
         self.next = base + ((bytes as u64 + 255) & !255) + 4096;
-        if kind == AllocKind::Host {
-            self.host_used += bytes;
-        } else {
-            self.used += bytes;
+        match kind {
+            AllocKind::Host => self.host_used += bytes,
+            // Graph allocations are virtual; their device memory is the graph pool's (see
+            // `GraphPool`), counted when a graph using them launches.
+            AllocKind::Graph => {}
+            AllocKind::Device | AllocKind::Managed => self.used += bytes,
         }
         self.allocs.insert(base, Alloc { kind, len: bytes, pages: HashMap::new() });
         base
@@ -258,10 +260,10 @@ impl Memory {
     fn free(&mut self, base: u64, kinds: &[AllocKind]) -> Result<(), DriverCode> {
         match self.allocs.get(&base) {
             Some(a) if kinds.contains(&a.kind) => {
-                if a.kind == AllocKind::Host {
-                    self.host_used -= a.len;
-                } else {
-                    self.used -= a.len;
+                match a.kind {
+                    AllocKind::Host => self.host_used -= a.len,
+                    AllocKind::Graph => {}
+                    AllocKind::Device | AllocKind::Managed => self.used -= a.len,
                 }
                 self.allocs.remove(&base);
                 Ok(())
@@ -363,6 +365,9 @@ struct Capture {
     /// Forked streams and whether their latest work has been joined back.
     forks: HashMap<usize, bool>,
     graph_allocs: Vec<u64>,
+    /// Graph-allocated bytes live at this point of the capture, and their peak.
+    graph_live: usize,
+    graph_peak: usize,
 }
 
 #[derive(Default)]
@@ -379,6 +384,19 @@ struct SimEvent {
 struct Graph {
     nodes: Arc<Vec<Node>>,
     allocs: Vec<u64>,
+    /// Peak graph-allocated bytes (what a launch needs from the graph pool).
+    footprint: usize,
+}
+
+/// The device's graph-memory pool, modelled on the driver's: one per device, shared by all
+/// graphs. Graphs launched one after another reuse its physical memory, so a launch grows the
+/// reservation to the launching graph's footprint at most; a trim releases it (nothing runs
+/// after a simulated launch returns).
+#[derive(Default)]
+struct GraphPool {
+    reserved: usize,
+    reserved_high: usize,
+    used_high: usize,
 }
 
 #[derive(Default)]
@@ -393,6 +411,9 @@ struct State {
     captures: HashMap<u64, Capture>,
     graphs: HashMap<usize, Graph>,
     execs: HashMap<usize, Arc<Vec<Node>>>,
+    /// Each executable graph's footprint in the graph pool.
+    exec_footprint: HashMap<usize, usize>,
+    pool: GraphPool,
     kernels: HashMap<String, HostKernel>,
     unmodelled: HashSet<String>,
     #[cfg_attr(not(feature = "cublas"), allow(dead_code))]
@@ -621,7 +642,8 @@ impl Backend for SimDevice {
         0
     }
     fn mem_info(&self) -> Result<(usize, usize), DriverCode> {
-        let used = self.st().mem.used;
+        let st = self.st();
+        let used = st.mem.used + st.pool.reserved;
         Ok((self.total.saturating_sub(used), self.total))
     }
     fn total_mem(&self) -> usize {
@@ -686,6 +708,8 @@ impl Backend for SimDevice {
                 let p = st.mem.alloc(bytes, AllocKind::Graph);
                 if let Some(c) = st.captures.get_mut(&cap) {
                     c.graph_allocs.push(p);
+                    c.graph_live += bytes;
+                    c.graph_peak = c.graph_peak.max(c.graph_live);
                 }
                 Ok(DevPtr(p))
             }
@@ -713,7 +737,12 @@ impl Backend for SimDevice {
                     return Err(DriverCode::INVALID_VALUE);
                 }
                 // Freed in the graph; the memory stays reserved until the graph is destroyed.
-                st.record(s.0, Node::MemFree).map(|_| ())
+                st.record(s.0, Node::MemFree)?;
+                let bytes = st.mem.len_of(p.0, AllocKind::Graph).unwrap_or(0);
+                if let Some(c) = st.captures.get_mut(&cap) {
+                    c.graph_live = c.graph_live.saturating_sub(bytes);
+                }
+                Ok(())
             }
             None => st.mem.free(p.0, &[AllocKind::Device]),
         }
@@ -980,6 +1009,8 @@ impl Backend for SimDevice {
                 nodes: Vec::new(),
                 forks: HashMap::new(),
                 graph_allocs: Vec::new(),
+                graph_live: 0,
+                graph_peak: 0,
             },
         );
         if let Some(ss) = st.streams.get_mut(&s.0) {
@@ -1014,7 +1045,8 @@ impl Backend for SimDevice {
         match outcome {
             Ok(()) => {
                 let h = st.handle();
-                st.graphs.insert(h, Graph { nodes: Arc::new(c.nodes), allocs: c.graph_allocs });
+                st.graphs
+                    .insert(h, Graph { nodes: Arc::new(c.nodes), allocs: c.graph_allocs, footprint: c.graph_peak });
                 Ok(RawGraph(h))
             }
             Err(e) => {
@@ -1066,9 +1098,11 @@ impl Backend for SimDevice {
     }
     fn graph_instantiate(&self, g: RawGraph) -> Result<RawExec, DriverCode> {
         let mut st = self.st();
-        let nodes = st.graphs.get(&g.0).ok_or(DriverCode::INVALID_HANDLE)?.nodes.clone();
+        let graph = st.graphs.get(&g.0).ok_or(DriverCode::INVALID_HANDLE)?;
+        let (nodes, footprint) = (graph.nodes.clone(), graph.footprint);
         let h = st.handle();
         st.execs.insert(h, nodes);
+        st.exec_footprint.insert(h, footprint);
         Ok(RawExec(h))
     }
     fn graph_upload(&self, e: RawExec, s: RawStream) -> Result<(), DriverCode> {
@@ -1088,6 +1122,11 @@ impl Backend for SimDevice {
             // Child-graph nodes are not modelled.
             return Err(DriverCode(801));
         }
+        let footprint = st.exec_footprint.get(&e.0).copied().unwrap_or(0);
+        let pool = &mut st.pool;
+        pool.reserved = pool.reserved.max(footprint);
+        pool.reserved_high = pool.reserved_high.max(pool.reserved);
+        pool.used_high = pool.used_high.max(footprint);
         for n in nodes.iter() {
             st.run(n)?;
         }
@@ -1095,7 +1134,8 @@ impl Backend for SimDevice {
     }
     fn graph_exec_update(&self, e: RawExec, g: RawGraph) -> Result<bool, DriverCode> {
         let mut st = self.st();
-        let new = st.graphs.get(&g.0).ok_or(DriverCode::INVALID_HANDLE)?.nodes.clone();
+        let graph = st.graphs.get(&g.0).ok_or(DriverCode::INVALID_HANDLE)?;
+        let (new, footprint) = (graph.nodes.clone(), graph.footprint);
         let old = st.execs.get(&e.0).ok_or(DriverCode::INVALID_HANDLE)?;
         let same_shape = old.len() == new.len()
             && old.iter().zip(new.iter()).all(|(a, b)| match (a, b) {
@@ -1104,11 +1144,14 @@ impl Backend for SimDevice {
             });
         if same_shape {
             st.execs.insert(e.0, new);
+            st.exec_footprint.insert(e.0, footprint);
         }
         Ok(same_shape)
     }
     fn graph_exec_destroy(&self, e: RawExec) -> Result<(), DriverCode> {
-        self.st().execs.remove(&e.0).map(|_| ()).ok_or(DriverCode::INVALID_HANDLE)
+        let mut st = self.st();
+        st.exec_footprint.remove(&e.0);
+        st.execs.remove(&e.0).map(|_| ()).ok_or(DriverCode::INVALID_HANDLE)
     }
     fn graph_destroy(&self, g: RawGraph) -> Result<(), DriverCode> {
         let mut st = self.st();
@@ -1116,6 +1159,27 @@ impl Backend for SimDevice {
         for p in graph.allocs {
             let _ = st.mem.free(p, &[AllocKind::Graph]);
         }
+        Ok(())
+    }
+    fn graph_mem_usage(&self) -> Result<super::GraphMemUsage, DriverCode> {
+        let st = self.st();
+        let p = &st.pool;
+        Ok(super::GraphMemUsage {
+            used: 0,
+            used_high: p.used_high as u64,
+            reserved: p.reserved as u64,
+            reserved_high: p.reserved_high as u64,
+        })
+    }
+    fn graph_mem_reset_high(&self) -> Result<(), DriverCode> {
+        let mut st = self.st();
+        st.pool.reserved_high = st.pool.reserved;
+        st.pool.used_high = 0;
+        Ok(())
+    }
+    fn graph_mem_trim(&self) -> Result<(), DriverCode> {
+        // A simulated launch has finished when it returns: nothing is executing.
+        self.st().pool.reserved = 0;
         Ok(())
     }
 }

@@ -15,8 +15,8 @@ use cudarc::driver::CudaContext;
 
 use super as raw;
 use crate::device::{
-    Advice, Backend, CaptureMode, CaptureStatus, DevPtr, DeviceKind, HostPtr, LaunchParams, NodeCounts, RawEvent,
-    RawExec, RawFunction, RawGraph, RawModule, RawStream,
+    Advice, Backend, CaptureMode, CaptureStatus, DevPtr, DeviceKind, GraphMemUsage, HostPtr, LaunchParams, NodeCounts,
+    RawEvent, RawExec, RawFunction, RawGraph, RawModule, RawStream,
 };
 use crate::error::{DriverCode, Error, Result};
 
@@ -373,5 +373,21 @@ impl Backend for CudaBackend {
         self.bind()?;
         // SAFETY: module invariant (handles live, sizes checked by the caller).
         unsafe { raw::graph_destroy(g.0) }
+    }
+    fn graph_mem_usage(&self) -> Result<GraphMemUsage, DriverCode> {
+        self.bind()?;
+        // SAFETY: the device handle comes from cudarc's live context.
+        let [used, used_high, reserved, reserved_high] = unsafe { raw::graph_mem_usage(self.ctx.cu_device()) }?;
+        Ok(GraphMemUsage { used, used_high, reserved, reserved_high })
+    }
+    fn graph_mem_reset_high(&self) -> Result<(), DriverCode> {
+        self.bind()?;
+        // SAFETY: the device handle comes from cudarc's live context.
+        unsafe { raw::graph_mem_reset_high(self.ctx.cu_device()) }
+    }
+    fn graph_mem_trim(&self) -> Result<(), DriverCode> {
+        self.bind()?;
+        // SAFETY: the device handle comes from cudarc's live context.
+        unsafe { raw::graph_mem_trim(self.ctx.cu_device()) }
     }
 }

@@ -582,3 +582,46 @@ pub(crate) unsafe fn mem_prefetch_async(ptr: u64, bytes: usize, to_device: Optio
     // SAFETY: forwarded to the caller.
     code(unsafe { sys::cuMemPrefetchAsync_v2(ptr, bytes, location(to_device), 0, stream(s)) })
 }
+
+/// The device's graph-memory pool figures: (used now, used high, reserved now, reserved high)
+/// in bytes, from `cuDeviceGetGraphMemAttribute`.
+///
+/// # Safety
+/// `device` must be a device handle from the driver.
+pub(crate) unsafe fn graph_mem_usage(device: sys::CUdevice) -> R<[u64; 4]> {
+    use sys::CUgraphMem_attribute as A;
+    let mut out = [0u64; 4];
+    for (slot, attr) in out.iter_mut().zip([
+        A::CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT,
+        A::CU_GRAPH_MEM_ATTR_USED_MEM_HIGH,
+        A::CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT,
+        A::CU_GRAPH_MEM_ATTR_RESERVED_MEM_HIGH,
+    ]) {
+        // SAFETY: these four attributes are `cuuint64_t` values; `slot` is a live u64.
+        code(unsafe { sys::cuDeviceGetGraphMemAttribute(device, attr, (slot as *mut u64).cast()) })?;
+    }
+    Ok(out)
+}
+
+/// Resets the device's graph-memory high-water marks (`USED_MEM_HIGH`, `RESERVED_MEM_HIGH`).
+///
+/// # Safety
+/// `device` must be a device handle from the driver.
+pub(crate) unsafe fn graph_mem_reset_high(device: sys::CUdevice) -> R<()> {
+    use sys::CUgraphMem_attribute as A;
+    for attr in [A::CU_GRAPH_MEM_ATTR_USED_MEM_HIGH, A::CU_GRAPH_MEM_ATTR_RESERVED_MEM_HIGH] {
+        let mut zero = 0u64;
+        // SAFETY: resetting a high-water mark takes a pointer to the value 0 (`cuuint64_t`).
+        code(unsafe { sys::cuDeviceSetGraphMemAttribute(device, attr, (&mut zero as *mut u64).cast()) })?;
+    }
+    Ok(())
+}
+
+/// Returns graph memory not used by a graph that is executing or scheduled back to the OS.
+///
+/// # Safety
+/// `device` must be a device handle from the driver.
+pub(crate) unsafe fn graph_mem_trim(device: sys::CUdevice) -> R<()> {
+    // SAFETY: forwarded to the caller.
+    code(unsafe { sys::cuDeviceGraphMemTrim(device) })
+}
