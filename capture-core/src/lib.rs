@@ -252,7 +252,7 @@ pub use context::Context;
 pub use device::{CaptureMode, DeviceKind, NodeCounts};
 pub use error::{CallSite, DriverCode, Error, OpSite, Result};
 pub use event::Event;
-pub use graph::Graph;
+pub use graph::{Graph, InstantiateFlags};
 pub use guard::{AllocPolicy, AllocRecord, CaptureGuard, CaptureOptions, GraphUpdate};
 pub use interop::DeviceMemory;
 pub use module::{Kernel, KernelArg, KernelArgs, KernelParam, LaunchConfig, Module, MAX_KERNEL_ARGS};
