@@ -676,7 +676,11 @@ impl SimDevice {
     ///
     /// # Errors
     /// The driver's code (`CUDA_ERROR_INVALID_VALUE` for an address that is not allocated).
-    pub fn foreign_free_async<S: crate::StreamState>(&self, stream: &crate::Stream<S>, ptr: u64) -> Result<(), DriverCode> {
+    pub fn foreign_free_async<S: crate::StreamState>(
+        &self,
+        stream: &crate::Stream<S>,
+        ptr: u64,
+    ) -> Result<(), DriverCode> {
         self.mem_free_async(DevPtr(ptr), stream.raw)?;
         self.st().label_foreign(stream.raw.0, "cudarc free (cuMemFreeAsync, issued behind the library's back)");
         Ok(())
@@ -1254,7 +1258,8 @@ impl Backend for SimDevice {
             if flags.auto_free {
                 return Err(DriverCode::INVALID_VALUE);
             }
-            let refused = nodes.iter().any(|n| matches!(n, Node::MemAlloc { .. } | Node::MemFree { .. } | Node::HostCopy { .. }));
+            let refused =
+                nodes.iter().any(|n| matches!(n, Node::MemAlloc { .. } | Node::MemFree { .. } | Node::HostCopy { .. }));
             if refused {
                 return Err(DriverCode::INVALID_VALUE);
             }
@@ -1275,8 +1280,10 @@ impl Backend for SimDevice {
     }
     fn graph_dot(&self, g: RawGraph) -> Result<String, crate::error::Error> {
         let st = self.st();
-        let graph =
-            st.graphs.get(&g.0).ok_or(crate::error::Error::Driver { op: "Graph::to_dot", code: DriverCode::INVALID_HANDLE })?;
+        let graph = st
+            .graphs
+            .get(&g.0)
+            .ok_or(crate::error::Error::Driver { op: "Graph::to_dot", code: DriverCode::INVALID_HANDLE })?;
         Ok(dot::write(&st, graph))
     }
     fn graph_upload(&self, e: RawExec, s: RawStream) -> Result<(), DriverCode> {

@@ -15,8 +15,8 @@ use cudarc::driver::CudaContext;
 
 use super as raw;
 use crate::device::{
-    Advice, Backend, CaptureMode, CaptureStatus, DevPtr, DeviceKind, HostPtr, InstFlags, LaunchParams, NodeCounts, RawEvent,
-    RawExec, RawFunction, RawGraph, RawModule, RawStream,
+    Advice, Backend, CaptureMode, CaptureStatus, DevPtr, DeviceKind, HostPtr, InstFlags, LaunchParams, NodeCounts,
+    RawEvent, RawExec, RawFunction, RawGraph, RawModule, RawStream,
 };
 use crate::error::{DriverCode, Error, Result};
 
@@ -369,9 +369,13 @@ impl Backend for CudaBackend {
         let path = std::env::temp_dir().join(format!("capture-core-graph-{}-{n}.dot", std::process::id()));
         // SAFETY: module invariant (the graph is live).
         let printed = unsafe { raw::graph::graph_debug_dot(g.0, &path) };
-        let text = printed
-            .map_err(|code| Error::Driver { op: "cuGraphDebugDotPrint", code })
-            .and_then(|()| std::fs::read_to_string(&path).map_err(|source| Error::Io { op: "Graph::to_dot (reading the driver's DOT file)", path: path.display().to_string(), source }));
+        let text = printed.map_err(|code| Error::Driver { op: "cuGraphDebugDotPrint", code }).and_then(|()| {
+            std::fs::read_to_string(&path).map_err(|source| Error::Io {
+                op: "Graph::to_dot (reading the driver's DOT file)",
+                path: path.display().to_string(),
+                source,
+            })
+        });
         let _ = std::fs::remove_file(&path);
         text
     }
