@@ -35,6 +35,20 @@
 //! - **Graphs**: copies, memsets and memory nodes really execute at every replay; kernel nodes
 //!   are recorded and run the host implementation registered for that kernel name with
 //!   [`SimDevice::register_kernel`], if any.
+//! - **Dependencies and pictures**: each node depends on the previous node of its stream; a
+//!   forked stream's first node on the fork's event node; a join's event node on the joined
+//!   stream's last node. [`Graph::to_dot`](crate::Graph::to_dot) draws these nodes and edges,
+//!   each node labelled with the library operation and call site that recorded it. Event
+//!   record and wait are nodes here (counted as `other`), where the driver records none and
+//!   draws an edge.
+//! - **Instantiate flags** ([`InstantiateFlags`](crate::InstantiateFlags)): without
+//!   auto-free-on-launch, relaunching a graph whose allocation (made behind the library's
+//!   back, [`SimDevice::foreign_alloc_async`]) is still live from the last launch fails with
+//!   `CUDA_ERROR_INVALID_VALUE`, as `cuGraphLaunch` does, until it is freed
+//!   ([`SimDevice::foreign_free_async`]); device launch is refused with auto-free-on-launch,
+//!   memory nodes or copies from pageable host memory (`CUDA_ERROR_INVALID_VALUE`); the upload
+//!   flag needs a stream and is counted ([`SimDevice::graph_uploads`]); node priorities are
+//!   accepted and change nothing. Launching from the device is not modelled.
 //!
 //! # What it does not model
 //! - Timing and concurrency: every operation completes before the call returns, so a stream
