@@ -451,6 +451,27 @@ pub enum Error {
         reason: &'static str,
     },
 
+    /// A file could not be read or written (a graph picture, the driver's DOT output).
+    #[error("`{op}` could not use the file `{path}`: {source}; check that the directory exists and is writable, or pick another path")]
+    Io {
+        /// The operation.
+        op: &'static str,
+        /// The file.
+        path: String,
+        /// The operating system's error.
+        #[source]
+        source: std::io::Error,
+    },
+
+    /// Instantiation flags that cannot be combined
+    /// ([`InstantiateFlags`](crate::InstantiateFlags)). Checked when the capture begins, before
+    /// any work is recorded.
+    #[error("invalid instantiate flags: {reason}")]
+    InvalidInstantiateFlags {
+        /// What is wrong and what to do.
+        reason: &'static str,
+    },
+
     /// A batch is larger than the largest bucket of the family. Nothing was launched: a
     /// batch is never truncated to fit.
     #[error("a batch of {size} is larger than the largest bucket ({largest}) of this graph family: capture the family with a bucket of at least {size}, or split the batch into parts of at most {largest}")]
@@ -464,6 +485,15 @@ pub enum Error {
     /// A batch of size 0 was asked for: there is nothing to run.
     #[error("a batch of size 0 was asked for: skip the launch when there is no work (a family's smallest bucket is at least 1)")]
     EmptyBatch,
+
+    /// The capture recorded work a graph instantiated for device launch may not hold
+    /// ([`InstantiateFlags::device_launch`](crate::InstantiateFlags::device_launch)). The
+    /// graph was discarded; the stream is idle again.
+    #[error("the graph cannot be instantiated for device launch: it holds {found}. A device-launchable graph may hold only kernel, memcpy and memset nodes (copies between device memory or pinned host memory) of one context (https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html#group__CUDA__GRAPH_1g070bf5517d3a7915667c256eefce4956); allocate before `capture()` instead of `alloc_async`, upload through a `PinnedBuffer`, or instantiate without `device_launch`")]
+    DeviceLaunchUnsupported {
+        /// The nodes that are not allowed, counted.
+        found: String,
+    },
 
     /// A replay check was set up so that it could not check anything.
     #[error("invalid replay check: {reason}")]

@@ -1,4 +1,12 @@
 //! A replayable graph that borrows everything it reads and writes.
+//!
+//! Its picture (DOT) is in `graph/dot.rs`; raw handles and instantiate flags in
+//! `graph/interop.rs`.
+
+mod dot;
+mod interop;
+
+pub use interop::InstantiateFlags;
 
 use std::cell::Cell;
 use std::fmt;
@@ -6,7 +14,7 @@ use std::marker::PhantomData;
 
 use crate::context::Context;
 use crate::device::{NodeCounts, RawExec, RawGraph};
-use crate::error::{CallSite, Error, Result};
+use crate::error::{CallSite, Error, OpSite, Result};
 use crate::state::{Capturing, Idle};
 use crate::stream::Stream;
 
@@ -21,6 +29,10 @@ pub struct Graph<'a> {
     pub(crate) graph: RawGraph,
     pub(crate) nodes: NodeCounts,
     pub(crate) capture_id: u64,
+    /// The operations the capture recorded through this library, in order (for the picture).
+    pub(crate) ops: Vec<OpSite>,
+    /// The flags it was instantiated with.
+    pub(crate) flags: InstantiateFlags,
     _borrows: PhantomData<Capturing<'a>>,
     // Graph objects are not thread-safe: `Send` but not `Sync`.
     _not_sync: PhantomData<Cell<()>>,
@@ -36,7 +48,17 @@ impl fmt::Debug for Graph<'_> {
 
 impl Graph<'_> {
     pub(crate) fn new(ctx: Context, graph: RawGraph, exec: RawExec, nodes: NodeCounts, capture_id: u64) -> Self {
-        Self { ctx, exec, graph, nodes, capture_id, _borrows: PhantomData, _not_sync: PhantomData }
+        Self {
+            ctx,
+            exec,
+            graph,
+            nodes,
+            capture_id,
+            ops: Vec::new(),
+            flags: InstantiateFlags::default(),
+            _borrows: PhantomData,
+            _not_sync: PhantomData,
+        }
     }
 
     /// Replays the graph on `stream` (asynchronously).

@@ -7,10 +7,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-use crate::device::{CaptureMode, CaptureStatus, DevPtr, RawGraph, RawStream};
+use crate::device::{CaptureMode, CaptureStatus, DevPtr, RawExec, RawGraph, RawStream};
 use crate::error::{CallSite, DriverCode, Error, OpSite, Result};
 use crate::event::Event;
-use crate::graph::Graph;
+use crate::graph::{Graph, InstantiateFlags};
 use crate::report::CaptureReport;
 use crate::state::{Capturing, Idle};
 use crate::stream::{Owner, Stream};
@@ -40,6 +40,9 @@ pub struct CaptureOptions {
     /// A watchdog deadline: a capture open longer than this is reported (a log warning
     /// naming the last operation it recorded, and [`CaptureReport::watchdog`]). Default none.
     pub deadline: Option<std::time::Duration>,
+    /// How [`CaptureGuard::finish`] instantiates the graph (default
+    /// [`InstantiateFlags::new`]: auto-free-on-launch).
+    pub instantiate: InstantiateFlags,
 }
 
 impl CaptureOptions {
@@ -60,6 +63,12 @@ impl CaptureOptions {
     /// Sets the allocation policy.
     pub fn alloc_policy(mut self, policy: AllocPolicy) -> Self {
         self.alloc_policy = policy;
+        self
+    }
+    /// Sets the instantiate flags ([`InstantiateFlags`]): upload, auto-free-on-launch,
+    /// device launch, node priorities.
+    pub fn instantiate(mut self, flags: InstantiateFlags) -> Self {
+        self.instantiate = flags;
         self
     }
 }
@@ -114,6 +123,12 @@ pub struct CaptureBook {
     pub(crate) ended: Arc<AtomicBool>,
     /// A guard found its capturing stream swapped with another: no more work is accepted.
     pub(crate) swapped: bool,
+    /// The stream the capture began on.
+    pub(crate) origin: RawStream,
+    /// Every operation recorded through this library, in order (the graph's picture lists them).
+    pub(crate) trace: Vec<OpSite>,
+    /// How `finish` instantiates.
+    pub(crate) instantiate: InstantiateFlags,
 }
 
 impl CaptureBook {
@@ -170,6 +185,8 @@ static_assertions::assert_not_impl_any!(Stream<Capturing<'static>>: Send, Sync);
 
 impl<'s, 'a> CaptureGuard<'s, 'a> {
     pub(crate) fn start(idle: &'s mut Stream<Idle>, opts: CaptureOptions, site: CallSite) -> Result<Self> {
+        // Flags the driver would refuse at instantiation are refused before any work is recorded.
+        opts.instantiate.validate()?;
         let b = idle.ctx.b();
         match b.capture_status(idle.raw) {
             Ok(CaptureStatus::None) => {}
@@ -206,6 +223,9 @@ impl<'s, 'a> CaptureGuard<'s, 'a> {
             watch: opts.deadline.map(|d| crate::watchdog::watch(id, site, d)),
             ended: Arc::new(AtomicBool::new(false)),
             swapped: false,
+            origin: idle.raw,
+            trace: Vec::new(),
+            instantiate: opts.instantiate,
         }));
         {
             let bk = book.borrow();
@@ -293,10 +313,14 @@ impl<'s, 'a> CaptureGuard<'s, 'a> {
         if matches!(b.capture_status(raw), Ok(CaptureStatus::Active)) {
             let pending: Vec<DevPtr> =
                 self.book.borrow().graph_allocs.iter().filter(|(_, f)| !f).map(|(p, _)| *p).collect();
+            let any = !pending.is_empty();
             for p in pending {
                 if let Err(code) = b.mem_free_async(p, raw) {
                     log::error!("capture-core: freeing graph memory at the end of capture failed: {code}");
                 }
+            }
+            if let Some(sim) = ctx.sim().filter(|_| any) {
+                sim.label_nodes(raw, "end of capture: frees graph memory the capture left allocated", None);
             }
         }
         let outcome = b.end_capture(raw);
@@ -425,11 +449,12 @@ impl<'s, 'a> CaptureGuard<'s, 'a> {
             let _ = b.graph_destroy(graph);
             return Err(e);
         }
-        let exec = match b.graph_instantiate(graph) {
+        let flags = self.book.borrow().instantiate;
+        let exec = match self.instantiate(graph, &report, flags) {
             Ok(e) => e,
-            Err(code) => {
+            Err(e) => {
                 let _ = b.graph_destroy(graph);
-                return Err(Error::Driver { op: "cuGraphInstantiate", code });
+                return Err(e);
             }
         };
         if !report.allocations.is_empty() && self.book.borrow().policy == AllocPolicy::Warn {
@@ -452,7 +477,37 @@ impl<'s, 'a> CaptureGuard<'s, 'a> {
                 report.capture_id
             );
         }
-        Ok((Graph::new(ctx, graph, exec, nodes, report.capture_id), report))
+        let mut g = Graph::new(ctx, graph, exec, nodes, report.capture_id);
+        g.ops = std::mem::take(&mut self.book.borrow_mut().trace);
+        g.flags = flags;
+        Ok((g, report))
+    }
+
+    /// Instantiates `graph` with `flags` (uploading into the capture's stream if asked),
+    /// after checking what device launch forbids. Does not destroy `graph` on error.
+    fn instantiate(&self, graph: RawGraph, report: &CaptureReport, flags: InstantiateFlags) -> Result<RawExec> {
+        if flags.is_device_launch() {
+            let n = report.nodes;
+            let mut found = Vec::new();
+            if n.mem_alloc + n.mem_free > 0 {
+                found.push(format!("{} memory allocation and {} free node(s)", n.mem_alloc, n.mem_free));
+            }
+            if n.host > 0 {
+                found.push(format!("{} host-function node(s)", n.host));
+            }
+            if !report.unpinned_host_copies.is_empty() {
+                found.push(format!("{} copy node(s) from pageable host memory", report.unpinned_host_copies.len()));
+            }
+            if !found.is_empty() {
+                return Err(Error::DeviceLaunchUnsupported { found: found.join(", ") });
+            }
+        }
+        let upload = flags.is_upload().then_some(self.idle.raw);
+        self.idle
+            .ctx
+            .b()
+            .graph_instantiate_with(graph, flags.resolve(), upload)
+            .map_err(|code| Error::Driver { op: "cuGraphInstantiateWithParams", code })
     }
 
     /// Ends the capture and updates `graph` to replay the new recording: in place
@@ -495,6 +550,7 @@ impl<'s, 'a> CaptureGuard<'s, 'a> {
                 }
                 graph.nodes = report.nodes;
                 graph.capture_id = report.capture_id;
+                graph.ops = std::mem::take(&mut self.book.borrow_mut().trace);
                 Ok((GraphUpdate::InPlace, report))
             }
             Ok(false) | Err(_) => {
@@ -508,13 +564,15 @@ impl<'s, 'a> CaptureGuard<'s, 'a> {
                 if report.nodes.memcpy > 0 {
                     report.unpinned_host_copies = b.graph_host_copies(new).unwrap_or_default();
                 }
-                let exec = match b.graph_instantiate(new) {
+                let flags = self.book.borrow().instantiate;
+                let exec = match self.instantiate(new, &report, flags) {
                     Ok(e) => e,
-                    Err(code) => {
+                    Err(e) => {
                         let _ = b.graph_destroy(new);
-                        return Err(Error::Driver { op: "cuGraphInstantiate", code });
+                        return Err(e);
                     }
                 };
+                graph.flags = flags;
                 let old_exec = std::mem::replace(&mut graph.exec, exec);
                 let old_graph = std::mem::replace(&mut graph.graph, new);
                 if let Err(code) = b.graph_exec_destroy(old_exec).and_then(|()| b.graph_destroy(old_graph)) {
@@ -522,6 +580,7 @@ impl<'s, 'a> CaptureGuard<'s, 'a> {
                 }
                 graph.nodes = report.nodes;
                 graph.capture_id = report.capture_id;
+                graph.ops = std::mem::take(&mut self.book.borrow_mut().trace);
                 Ok((GraphUpdate::Reinstantiated, report))
             }
         }

@@ -214,6 +214,36 @@
 //! # Ok(()) }
 //! ```
 
+//! ## 9. Draw a graph; hand it to cudarc
+//! [`Graph::to_dot`] draws the graph as Graphviz DOT: on the GPU the driver's own picture
+//! (`cuGraphDebugDotPrint`) with a note listing this library's operations and call sites; on
+//! the simulated device its node list, each node labelled with the operation and call site
+//! that recorded it. [`Graph::as_raw_graph`] and [`Graph::as_raw_exec`] hand the driver's
+//! `CUgraph`/`CUgraphExec` to code that uses cudarc's raw graph API, and
+//! [`CaptureOptions::instantiate`] takes [`InstantiateFlags`]: upload, auto-free-on-launch,
+//! device launch, node priorities.
+//!
+//! ```
+//! # use capture_core::*;
+//! # fn main() -> Result<()> {
+//! # let ctx = Context::simulated();
+//! # kernels::register_chain_kernels(ctx.sim().unwrap());
+//! let mut stream = ctx.new_stream()?;
+//! let incr = ctx.load_module(kernels::CHAIN_PTX)?.kernel("incr_f32")?;
+//! let x = stream.alloc_zeros::<f32>(256)?;
+//! let flags = InstantiateFlags::new().upload(true).device_launch(true);
+//! let mut g = stream.capture_with(CaptureOptions::new().instantiate(flags))?;
+//! g.launch(&incr, LaunchConfig::for_num_elems(256), (&x, 256u32))?;
+//! let mut side = g.fork()?;
+//! side.launch(&incr, LaunchConfig::for_num_elems(256), (&x, 256u32))?;
+//! g.join(side)?;
+//! let (graph, _) = g.finish()?;
+//! let dot = graph.to_dot()?; // or graph.write_dot("graph.dot")?, then `dot -Tpng`
+//! assert!(dot.contains("incr_f32") && dot.contains("Stream::fork"));
+//! assert!(graph.as_raw_exec().is_none()); // Some(CUgraphExec) on the GPU
+//! # Ok(()) }
+//! ```
+
 #![deny(unsafe_code)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![warn(missing_docs)]
@@ -254,7 +284,7 @@ pub use device::{CaptureMode, DeviceKind, GraphMemUsage, NodeCounts};
 pub use engine::{Fallback, GraphFamily, OwnedGraph, Path, Region};
 pub use error::{CallSite, DriverCode, Error, OpSite, Result};
 pub use event::Event;
-pub use graph::Graph;
+pub use graph::{Graph, InstantiateFlags};
 pub use guard::{AllocPolicy, AllocRecord, CaptureGuard, CaptureOptions, GraphUpdate};
 pub use interop::DeviceMemory;
 pub use module::{Kernel, KernelArg, KernelArgs, KernelParam, LaunchConfig, Module, MAX_KERNEL_ARGS};

@@ -91,13 +91,19 @@ impl StreamState for Capturing<'_> {
         ext.borrow().id
     }
     #[inline(always)]
-    fn on_op(ext: &Book, _: &Context, op: &'static str, site: CallSite) {
+    fn on_op(ext: &Book, ctx: &Context, op: &'static str, site: CallSite) {
         let mut b = ext.borrow_mut();
         b.ops += 1;
         if let Some(w) = &b.watch {
             w.note(OpSite { op, site });
         }
         b.last_op = Some(OpSite { op, site });
+        // One push of two plain fields: the graph's picture lists the operations (issue #11).
+        b.trace.push(OpSite { op, site });
+        if let Some(sim) = ctx.sim() {
+            // The simulated device labels the nodes this operation recorded.
+            sim.label_nodes(b.origin, op, Some(site));
+        }
     }
     fn on_fail(ext: &Book, ctx: &Context, op: &'static str, site: CallSite, code: DriverCode) -> Error {
         if code.is_capture_error() && code != DriverCode::STREAM_CAPTURE_INVALIDATED {

@@ -151,6 +151,19 @@ pub(crate) struct Gemm {
     pub ldc: i32,
 }
 
+/// Instantiation flags as the backends take them (`CUgraphInstantiate_flags`).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct InstFlags {
+    /// `CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH`.
+    pub auto_free: bool,
+    /// `CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD` (needs the upload stream).
+    pub upload: bool,
+    /// `CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH`.
+    pub device_launch: bool,
+    /// `CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY`.
+    pub node_priority: bool,
+}
+
 /// Kernel launch geometry and parameter bytes (each argument in one 8-byte slot).
 pub(crate) struct LaunchParams<'p> {
     pub grid: (u32, u32, u32),
@@ -238,7 +251,20 @@ pub(crate) trait Backend: Send + Sync + 'static {
     fn graph_nodes(&self, g: RawGraph) -> Result<NodeCounts, DriverCode>;
     /// The graph's copy nodes whose host side is pageable (unpinned) memory.
     fn graph_host_copies(&self, g: RawGraph) -> Result<Vec<crate::report::HostCopy>, DriverCode>;
-    fn graph_instantiate(&self, g: RawGraph) -> Result<RawExec, DriverCode>;
+    /// Instantiates with the default flags (auto-free-on-launch, as this crate always has).
+    #[cfg_attr(not(test), allow(dead_code))]
+    fn graph_instantiate(&self, g: RawGraph) -> Result<RawExec, DriverCode> {
+        self.graph_instantiate_with(g, InstFlags { auto_free: true, ..InstFlags::default() }, None)
+    }
+    /// Instantiates with `flags`; `upload` is the stream the upload flag uploads into.
+    fn graph_instantiate_with(
+        &self,
+        g: RawGraph,
+        flags: InstFlags,
+        upload: Option<RawStream>,
+    ) -> Result<RawExec, DriverCode>;
+    /// The graph as Graphviz DOT text.
+    fn graph_dot(&self, g: RawGraph) -> Result<String, crate::error::Error>;
     fn graph_upload(&self, e: RawExec, s: RawStream) -> Result<(), DriverCode>;
     fn graph_launch(&self, e: RawExec, s: RawStream) -> Result<(), DriverCode>;
     /// Updates `e` in place from `g`; `Ok(false)` when the topology differs.

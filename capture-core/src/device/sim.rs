@@ -35,6 +35,20 @@
 //! - **Graphs**: copies, memsets and memory nodes really execute at every replay; kernel nodes
 //!   are recorded and run the host implementation registered for that kernel name with
 //!   [`SimDevice::register_kernel`], if any.
+//! - **Dependencies and pictures**: each node depends on the previous node of its stream; a
+//!   forked stream's first node on the fork's event node; a join's event node on the joined
+//!   stream's last node. [`Graph::to_dot`](crate::Graph::to_dot) draws these nodes and edges,
+//!   each node labelled with the library operation and call site that recorded it. Event
+//!   record and wait are nodes here (counted as `other`), where the driver records none and
+//!   draws an edge.
+//! - **Instantiate flags** ([`InstantiateFlags`](crate::InstantiateFlags)): without
+//!   auto-free-on-launch, relaunching a graph whose allocation (made behind the library's
+//!   back, [`SimDevice::foreign_alloc_async`]) is still live from the last launch fails with
+//!   `CUDA_ERROR_INVALID_VALUE`, as `cuGraphLaunch` does, until it is freed
+//!   ([`SimDevice::foreign_free_async`]); device launch is refused with auto-free-on-launch,
+//!   memory nodes or copies from pageable host memory (`CUDA_ERROR_INVALID_VALUE`); the upload
+//!   flag needs a stream and is counted ([`SimDevice::graph_uploads`]); node priorities are
+//!   accepted and change nothing. Launching from the device is not modelled.
 //!
 //! # What it does not model
 //! - Timing and concurrency: every operation completes before the call returns, so a stream
@@ -57,10 +71,12 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::ThreadId;
 
 use super::{
-    Advice, Backend, CaptureMode, CaptureStatus, DevPtr, DeviceKind, HostPtr, LaunchParams, NodeCounts, RawEvent,
-    RawExec, RawFunction, RawGraph, RawModule, RawStream,
+    Advice, Backend, CaptureMode, CaptureStatus, DevPtr, DeviceKind, HostPtr, InstFlags, LaunchParams, NodeCounts,
+    RawEvent, RawExec, RawFunction, RawGraph, RawModule, RawStream,
 };
-use crate::error::DriverCode;
+use crate::error::{CallSite, DriverCode};
+
+pub(crate) mod dot;
 use crate::ptx::{self, KernelSignature};
 
 const ILLEGAL_STATE: DriverCode = DriverCode(401);
@@ -345,9 +361,21 @@ enum Node {
         value: u8,
         bytes: usize,
     },
-    MemAlloc,
-    MemFree,
+    MemAlloc {
+        ptr: u64,
+    },
+    MemFree {
+        ptr: u64,
+    },
     Event,
+}
+
+/// What recorded a node: the library operation and where it was issued (`None` for work the
+/// library did not issue, such as a copy made through cudarc behind its back).
+#[derive(Copy, Clone, Debug)]
+pub(crate) struct NodeLabel {
+    op: &'static str,
+    site: Option<CallSite>,
 }
 
 #[derive(PartialEq, Eq, Clone, Copy, Debug)]
@@ -368,6 +396,16 @@ struct Capture {
     /// Graph-allocated bytes live at this point of the capture, and their peak.
     graph_live: usize,
     graph_peak: usize,
+    /// Each stream's last node: the next node recorded on it depends on it.
+    tails: HashMap<usize, usize>,
+    /// Dependency edges (from, to) between node indices.
+    edges: Vec<(usize, usize)>,
+    /// The stream each node was recorded on.
+    stream_of: Vec<usize>,
+    /// What recorded each node, once the library has said (see `SimDevice::label_nodes`).
+    labels: Vec<Option<NodeLabel>>,
+    /// Nodes before this index are labelled.
+    labeled: usize,
 }
 
 #[derive(Default)]
@@ -377,8 +415,9 @@ struct SimStream {
 
 #[derive(Default)]
 struct SimEvent {
-    /// (capture id, recorded by stream) if last recorded inside a capture.
-    captured: Option<(u64, usize)>,
+    /// (capture id, recorded by stream, the node recording it) if last recorded inside a
+    /// capture.
+    captured: Option<(u64, usize, usize)>,
 }
 
 struct Graph {
@@ -386,6 +425,10 @@ struct Graph {
     allocs: Vec<u64>,
     /// Peak graph-allocated bytes (what a launch needs from the graph pool).
     footprint: usize,
+    origin: usize,
+    edges: Vec<(usize, usize)>,
+    stream_of: Vec<usize>,
+    labels: Vec<Option<NodeLabel>>,
 }
 
 /// The device's graph-memory pool, modelled on the driver's: one per device, shared by all
@@ -399,6 +442,32 @@ struct GraphPool {
     used_high: usize,
 }
 
+/// An executable graph and what its flags make the device check at launch.
+struct Exec {
+    nodes: Arc<Vec<Node>>,
+    /// `CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH`.
+    auto_free: bool,
+    /// Graph allocations the graph does not free itself.
+    unfreed: Vec<u64>,
+    /// Those of them a launch allocated and nothing has freed yet.
+    live: Vec<u64>,
+}
+
+impl Exec {
+    fn new(nodes: Arc<Vec<Node>>, auto_free: bool) -> Self {
+        let freed: HashSet<u64> =
+            nodes.iter().filter_map(|n| if let Node::MemFree { ptr } = n { Some(*ptr) } else { None }).collect();
+        let unfreed = nodes
+            .iter()
+            .filter_map(|n| match n {
+                Node::MemAlloc { ptr } if !freed.contains(ptr) => Some(*ptr),
+                _ => None,
+            })
+            .collect();
+        Self { nodes, auto_free, unfreed, live: Vec::new() }
+    }
+}
+
 #[derive(Default)]
 struct State {
     mem: Memory,
@@ -410,10 +479,12 @@ struct State {
     functions: HashMap<usize, String>,
     captures: HashMap<u64, Capture>,
     graphs: HashMap<usize, Graph>,
-    execs: HashMap<usize, Arc<Vec<Node>>>,
     /// Each executable graph's footprint in the graph pool.
     exec_footprint: HashMap<usize, usize>,
     pool: GraphPool,
+    execs: HashMap<usize, Exec>,
+    /// Graph uploads (`cuGraphUpload`, or instantiation with the upload flag).
+    uploads: usize,
     kernels: HashMap<String, HostKernel>,
     unmodelled: HashSet<String>,
     #[cfg_attr(not(feature = "cublas"), allow(dead_code))]
@@ -456,6 +527,11 @@ impl State {
     }
     /// Records `node` if `s` is capturing; `Ok(false)` when the caller should run it now.
     fn record(&mut self, s: usize, node: Node) -> Result<bool, DriverCode> {
+        self.record_after(s, node, None)
+    }
+    /// Records `node` if `s` is capturing, depending on the last node of `s` and on `also`
+    /// (the node that recorded an event the stream waits on).
+    fn record_after(&mut self, s: usize, node: Node, also: Option<usize>) -> Result<bool, DriverCode> {
         let Some(cap) = self.active_capture_of(s) else { return Ok(false) };
         let c = self.captures.get_mut(&cap).ok_or(DriverCode::INVALID_HANDLE)?;
         if c.state == CapState::Invalidated {
@@ -464,7 +540,14 @@ impl State {
         if s != c.origin {
             c.forks.insert(s, false);
         }
+        let idx = c.nodes.len();
+        let prev = c.tails.insert(s, idx);
+        for dep in [prev, also.filter(|d| Some(*d) != prev)].into_iter().flatten() {
+            c.edges.push((dep, idx));
+        }
         c.nodes.push(node);
+        c.stream_of.push(s);
+        c.labels.push(None);
         Ok(true)
     }
     fn run(&mut self, node: &Node) -> Result<(), DriverCode> {
@@ -480,7 +563,28 @@ impl State {
             Node::Copy { dst, src, bytes, .. } => self.mem.copy(*dst, *src, *bytes),
             Node::HostCopy { dst, data } => self.mem.write(*dst, data),
             Node::Memset { dst, value, bytes } => self.mem.set(*dst, *value, *bytes),
-            Node::MemAlloc | Node::MemFree | Node::Event => Ok(()),
+            Node::MemAlloc { .. } | Node::MemFree { .. } | Node::Event => Ok(()),
+        }
+    }
+    /// Frees a graph allocation a launch left live (outside any graph: `cuMemFreeAsync` or
+    /// `cuMemFree`); false when `p` is not one. The memory stays reserved for the graph.
+    fn free_live_graph_alloc(&mut self, p: u64) -> bool {
+        for x in self.execs.values_mut() {
+            if let Some(i) = x.live.iter().position(|q| *q == p) {
+                x.live.swap_remove(i);
+                return true;
+            }
+        }
+        false
+    }
+    /// Labels the nodes just recorded on `s` (if capturing) as work issued outside the library.
+    fn label_foreign(&mut self, s: usize, op: &'static str) {
+        let Some(cap) = self.active_capture_of(s) else { return };
+        if let Some(c) = self.captures.get_mut(&cap) {
+            for l in &mut c.labels[c.labeled..] {
+                *l = Some(NodeLabel { op, site: None });
+            }
+            c.labeled = c.labels.len();
         }
     }
     fn record_or_run(&mut self, s: usize, node: Node) -> Result<(), DriverCode> {
@@ -576,7 +680,65 @@ impl SimDevice {
         if data.len() > dst.num_bytes() {
             return Err(DriverCode::INVALID_VALUE);
         }
-        self.st().record_or_run(stream.raw.0, Node::HostCopy { dst: dst.ptr.0, data })
+        let mut st = self.st();
+        st.record_or_run(stream.raw.0, Node::HostCopy { dst: dst.ptr.0, data })?;
+        st.label_foreign(stream.raw.0, "cudarc memcpy_htod from a Vec (issued behind the library's back)");
+        Ok(())
+    }
+
+    /// Models a cudarc stream-ordered allocation (`CudaStream::alloc_zeros` with
+    /// `cuMemAllocAsync`) issued on `stream` behind this crate's back: during a capture the
+    /// driver records a memory allocation node that the graph does not free. Relaunching such
+    /// a graph needs the allocation freed first ([`foreign_free_async`](Self::foreign_free_async))
+    /// or a graph instantiated with
+    /// [`InstantiateFlags::auto_free_on_launch`](crate::InstantiateFlags::auto_free_on_launch).
+    /// Returns the device address.
+    ///
+    /// # Errors
+    /// The driver's code (`CUDA_ERROR_INVALID_VALUE` for zero bytes).
+    pub fn foreign_alloc_async<S: crate::StreamState>(
+        &self,
+        stream: &crate::Stream<S>,
+        bytes: usize,
+    ) -> Result<u64, DriverCode> {
+        let p = self.mem_alloc_async(bytes, stream.raw)?;
+        self.st().label_foreign(stream.raw.0, "cudarc alloc_zeros (cuMemAllocAsync, issued behind the library's back)");
+        Ok(p.0)
+    }
+
+    /// Models a cudarc `cuMemFreeAsync` of `ptr` on `stream` behind this crate's back: outside
+    /// a capture it frees device memory, or a graph allocation a launch left live.
+    ///
+    /// # Errors
+    /// The driver's code (`CUDA_ERROR_INVALID_VALUE` for an address that is not allocated).
+    pub fn foreign_free_async<S: crate::StreamState>(
+        &self,
+        stream: &crate::Stream<S>,
+        ptr: u64,
+    ) -> Result<(), DriverCode> {
+        self.mem_free_async(DevPtr(ptr), stream.raw)?;
+        self.st().label_foreign(stream.raw.0, "cudarc free (cuMemFreeAsync, issued behind the library's back)");
+        Ok(())
+    }
+
+    /// How many times a graph was uploaded (`Graph::upload`, or instantiation with
+    /// [`InstantiateFlags::upload`](crate::InstantiateFlags::upload)).
+    pub fn graph_uploads(&self) -> usize {
+        self.st().uploads
+    }
+
+    /// Labels the nodes recorded since the last label in the capture of stream `s` with the
+    /// library operation that recorded them (called after each successful operation on a
+    /// capturing stream, so each operation's nodes get exactly its label).
+    pub(crate) fn label_nodes(&self, s: RawStream, op: &'static str, site: Option<CallSite>) {
+        let mut st = self.st();
+        let Some(cap) = st.active_capture_of(s.0) else { return };
+        if let Some(c) = st.captures.get_mut(&cap) {
+            for l in &mut c.labels[c.labeled..] {
+                *l = Some(NodeLabel { op, site });
+            }
+            c.labeled = c.labels.len();
+        }
     }
 
     /// Models a cudarc `CudaStream::synchronize` on `stream` behind this crate's back: on a
@@ -704,8 +866,11 @@ impl Backend for SimDevice {
         }
         match st.active_capture_of(s.0) {
             Some(cap) => {
-                st.record(s.0, Node::MemAlloc)?;
+                if st.captures.get(&cap).is_some_and(|c| c.state == CapState::Invalidated) {
+                    return Err(DriverCode::STREAM_CAPTURE_INVALIDATED);
+                }
                 let p = st.mem.alloc(bytes, AllocKind::Graph);
+                st.record(s.0, Node::MemAlloc { ptr: p })?;
                 if let Some(c) = st.captures.get_mut(&cap) {
                     c.graph_allocs.push(p);
                     c.graph_live += bytes;
@@ -724,6 +889,9 @@ impl Backend for SimDevice {
     fn mem_free(&self, p: DevPtr) -> Result<(), DriverCode> {
         let mut st = self.st();
         st.prohibited()?;
+        if st.free_live_graph_alloc(p.0) {
+            return Ok(());
+        }
         st.mem.free(p.0, &[AllocKind::Device, AllocKind::Managed])
     }
     fn mem_free_async(&self, p: DevPtr, s: RawStream) -> Result<(), DriverCode> {
@@ -737,14 +905,19 @@ impl Backend for SimDevice {
                     return Err(DriverCode::INVALID_VALUE);
                 }
                 // Freed in the graph; the memory stays reserved until the graph is destroyed.
-                st.record(s.0, Node::MemFree)?;
+                st.record(s.0, Node::MemFree { ptr: p.0 })?;
                 let bytes = st.mem.len_of(p.0, AllocKind::Graph).unwrap_or(0);
                 if let Some(c) = st.captures.get_mut(&cap) {
                     c.graph_live = c.graph_live.saturating_sub(bytes);
                 }
                 Ok(())
             }
-            None => st.mem.free(p.0, &[AllocKind::Device]),
+            None => {
+                if st.free_live_graph_alloc(p.0) {
+                    return Ok(());
+                }
+                st.mem.free(p.0, &[AllocKind::Device])
+            }
         }
     }
     fn host_alloc(&self, bytes: usize) -> Result<HostPtr, DriverCode> {
@@ -843,11 +1016,13 @@ impl Backend for SimDevice {
             return Err(DriverCode::INVALID_HANDLE);
         }
         let cap = st.active_capture_of(s.0);
-        if cap.is_some() {
+        let mut node = 0;
+        if let Some(c) = cap {
             st.record(s.0, Node::Event)?;
+            node = st.captures.get(&c).map_or(0, |c| c.nodes.len() - 1);
         }
         if let Some(ev) = st.events.get_mut(&e.0) {
-            ev.captured = cap.map(|c| (c, s.0));
+            ev.captured = cap.map(|c| (c, s.0, node));
         }
         Ok(())
     }
@@ -857,7 +1032,7 @@ impl Backend for SimDevice {
         if !st.streams.contains_key(&s.0) {
             return Err(DriverCode::INVALID_HANDLE);
         }
-        let Some((cap, recorded_by)) = captured else {
+        let Some((cap, recorded_by, at)) = captured else {
             // A capturing stream cannot depend on work outside the capture: ISOLATION, and
             // the capture is invalidated (every mode). Outside capture: nothing to wait for.
             if let Some(mine) = st.active_capture_of(s.0) {
@@ -874,6 +1049,8 @@ impl Backend for SimDevice {
                     return Err(DriverCode::STREAM_CAPTURE_INVALIDATED);
                 }
                 c.forks.insert(s.0, false);
+                // The forked stream's first node depends on the event's.
+                c.tails.insert(s.0, at);
                 if let Some(ss) = st.streams.get_mut(&s.0) {
                     ss.capture = Some(cap);
                 }
@@ -888,7 +1065,7 @@ impl Backend for SimDevice {
                         }
                     }
                 }
-                st.record(s.0, Node::Event).map(|_| ())
+                st.record_after(s.0, Node::Event, Some(at)).map(|_| ())
             }
             Some(_) => Err(DriverCode::STREAM_CAPTURE_ISOLATION),
         }
@@ -899,7 +1076,7 @@ impl Backend for SimDevice {
     fn event_synchronize(&self, e: RawEvent) -> Result<(), DriverCode> {
         let mut st = self.st();
         let captured = st.events.get(&e.0).ok_or(DriverCode::INVALID_HANDLE)?.captured;
-        if let Some((cap, _)) = captured {
+        if let Some((cap, _, _)) = captured {
             if st.captures.contains_key(&cap) {
                 // Recorded inside an active capture: fails and invalidates it in every mode.
                 st.invalidate(cap);
@@ -1011,6 +1188,11 @@ impl Backend for SimDevice {
                 graph_allocs: Vec::new(),
                 graph_live: 0,
                 graph_peak: 0,
+                tails: HashMap::new(),
+                edges: Vec::new(),
+                stream_of: Vec::new(),
+                labels: Vec::new(),
+                labeled: 0,
             },
         );
         if let Some(ss) = st.streams.get_mut(&s.0) {
@@ -1045,8 +1227,18 @@ impl Backend for SimDevice {
         match outcome {
             Ok(()) => {
                 let h = st.handle();
-                st.graphs
-                    .insert(h, Graph { nodes: Arc::new(c.nodes), allocs: c.graph_allocs, footprint: c.graph_peak });
+                st.graphs.insert(
+                    h,
+                    Graph {
+                        nodes: Arc::new(c.nodes),
+                        allocs: c.graph_allocs,
+                        origin: c.origin,
+                        edges: c.edges,
+                        stream_of: c.stream_of,
+                        labels: c.labels,
+                        footprint: c.graph_peak,
+                    },
+                );
                 Ok(RawGraph(h))
             }
             Err(e) => {
@@ -1077,8 +1269,8 @@ impl Backend for SimDevice {
                 Node::Kernel { .. } => c.kernels += 1,
                 Node::Copy { .. } | Node::HostCopy { .. } => c.memcpy += 1,
                 Node::Memset { .. } => c.memset += 1,
-                Node::MemAlloc => c.mem_alloc += 1,
-                Node::MemFree => c.mem_free += 1,
+                Node::MemAlloc { .. } => c.mem_alloc += 1,
+                Node::MemFree { .. } => c.mem_free += 1,
                 Node::Event => c.other += 1,
             }
         }
@@ -1096,25 +1288,70 @@ impl Backend for SimDevice {
             })
             .collect())
     }
-    fn graph_instantiate(&self, g: RawGraph) -> Result<RawExec, DriverCode> {
+    fn graph_instantiate_with(
+        &self,
+        g: RawGraph,
+        flags: InstFlags,
+        upload: Option<RawStream>,
+    ) -> Result<RawExec, DriverCode> {
         let mut st = self.st();
         let graph = st.graphs.get(&g.0).ok_or(DriverCode::INVALID_HANDLE)?;
         let (nodes, footprint) = (graph.nodes.clone(), graph.footprint);
+        if flags.device_launch {
+            // The driver's rules for device launch (cuGraphInstantiateWithFlags): not with
+            // auto-free-on-launch; only kernel, memcpy and memset nodes (and child graphs),
+            // copies not from pageable host memory. Event nodes here stand for the edges the
+            // driver draws instead, so they are allowed.
+            if flags.auto_free {
+                return Err(DriverCode::INVALID_VALUE);
+            }
+            let refused =
+                nodes.iter().any(|n| matches!(n, Node::MemAlloc { .. } | Node::MemFree { .. } | Node::HostCopy { .. }));
+            if refused {
+                return Err(DriverCode::INVALID_VALUE);
+            }
+        }
+        if flags.upload {
+            // Upload needs a stream; without one the driver refuses the flag.
+            match upload {
+                Some(s) if st.streams.contains_key(&s.0) => st.uploads += 1,
+                Some(_) => return Err(DriverCode::INVALID_HANDLE),
+                None => return Err(DriverCode::INVALID_VALUE),
+            }
+        }
+        // Node priorities are accepted and change nothing: the simulated device runs one
+        // node at a time.
         let h = st.handle();
-        st.execs.insert(h, nodes);
+        st.execs.insert(h, Exec::new(nodes, flags.auto_free));
         st.exec_footprint.insert(h, footprint);
         Ok(RawExec(h))
     }
-    fn graph_upload(&self, e: RawExec, s: RawStream) -> Result<(), DriverCode> {
+    fn graph_dot(&self, g: RawGraph) -> Result<String, crate::error::Error> {
         let st = self.st();
+        let graph = st
+            .graphs
+            .get(&g.0)
+            .ok_or(crate::error::Error::Driver { op: "Graph::to_dot", code: DriverCode::INVALID_HANDLE })?;
+        Ok(dot::write(&st, graph))
+    }
+    fn graph_upload(&self, e: RawExec, s: RawStream) -> Result<(), DriverCode> {
+        let mut st = self.st();
         if !st.execs.contains_key(&e.0) || !st.streams.contains_key(&s.0) {
             return Err(DriverCode::INVALID_HANDLE);
         }
+        st.uploads += 1;
         Ok(())
     }
     fn graph_launch(&self, e: RawExec, s: RawStream) -> Result<(), DriverCode> {
         let mut st = self.st();
-        let nodes = st.execs.get(&e.0).ok_or(DriverCode::INVALID_HANDLE)?.clone();
+        let exec = st.execs.get(&e.0).ok_or(DriverCode::INVALID_HANDLE)?;
+        // Allocations a previous launch left live (not freed in the graph, nor since): the
+        // driver refuses the launch unless the graph frees them itself on relaunch
+        // (cuGraphLaunch: CUDA_ERROR_INVALID_VALUE without AUTO_FREE_ON_LAUNCH).
+        if !exec.live.is_empty() && !exec.auto_free {
+            return Err(DriverCode::INVALID_VALUE);
+        }
+        let nodes = exec.nodes.clone();
         if !st.streams.contains_key(&s.0) {
             return Err(DriverCode::INVALID_HANDLE);
         }
@@ -1130,20 +1367,26 @@ impl Backend for SimDevice {
         for n in nodes.iter() {
             st.run(n)?;
         }
+        if let Some(x) = st.execs.get_mut(&e.0) {
+            x.live = x.unfreed.clone();
+        }
         Ok(())
     }
     fn graph_exec_update(&self, e: RawExec, g: RawGraph) -> Result<bool, DriverCode> {
         let mut st = self.st();
         let graph = st.graphs.get(&g.0).ok_or(DriverCode::INVALID_HANDLE)?;
         let (new, footprint) = (graph.nodes.clone(), graph.footprint);
-        let old = st.execs.get(&e.0).ok_or(DriverCode::INVALID_HANDLE)?;
+        let old = &st.execs.get(&e.0).ok_or(DriverCode::INVALID_HANDLE)?.nodes;
         let same_shape = old.len() == new.len()
             && old.iter().zip(new.iter()).all(|(a, b)| match (a, b) {
                 (Node::Kernel { name: x, .. }, Node::Kernel { name: y, .. }) => x == y,
                 _ => std::mem::discriminant(a) == std::mem::discriminant(b),
             });
         if same_shape {
-            st.execs.insert(e.0, new);
+            if let Some(x) = st.execs.get_mut(&e.0) {
+                let live = std::mem::take(&mut x.live);
+                *x = Exec { live, ..Exec::new(new, x.auto_free) };
+            }
             st.exec_footprint.insert(e.0, footprint);
         }
         Ok(same_shape)

@@ -15,8 +15,8 @@ use cudarc::driver::CudaContext;
 
 use super as raw;
 use crate::device::{
-    Advice, Backend, CaptureMode, CaptureStatus, DevPtr, DeviceKind, GraphMemUsage, HostPtr, LaunchParams, NodeCounts,
-    RawEvent, RawExec, RawFunction, RawGraph, RawModule, RawStream,
+    Advice, Backend, CaptureMode, CaptureStatus, DevPtr, DeviceKind, GraphMemUsage, HostPtr, InstFlags, LaunchParams,
+    NodeCounts, RawEvent, RawExec, RawFunction, RawGraph, RawModule, RawStream,
 };
 use crate::error::{DriverCode, Error, Result};
 
@@ -344,10 +344,40 @@ impl Backend for CudaBackend {
         let v = unsafe { raw::graph_host_copies(g.0) }?;
         Ok(v.into_iter().map(|(bytes, to_device)| crate::report::HostCopy { bytes, to_device }).collect())
     }
-    fn graph_instantiate(&self, g: RawGraph) -> Result<RawExec, DriverCode> {
+    fn graph_instantiate_with(
+        &self,
+        g: RawGraph,
+        flags: InstFlags,
+        upload: Option<RawStream>,
+    ) -> Result<RawExec, DriverCode> {
         self.bind()?;
-        // SAFETY: module invariant (handles live, sizes checked by the caller).
-        unsafe { raw::graph_instantiate(g.0) }.map(RawExec)
+        let bits = raw::graph::instantiate_flag_bits(
+            flags.auto_free,
+            flags.upload && upload.is_some(),
+            flags.device_launch,
+            flags.node_priority,
+        );
+        // SAFETY: module invariant (handles live); the upload flag is set only with a stream.
+        unsafe { raw::graph::graph_instantiate_with(g.0, bits, upload.map(|s| s.0)) }.map(RawExec)
+    }
+    fn graph_dot(&self, g: RawGraph) -> Result<String> {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        self.bind().map_err(|code| Error::Driver { op: "cuGraphDebugDotPrint", code })?;
+        // The driver writes the picture to a file: a private temporary one, read back and removed.
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let path = std::env::temp_dir().join(format!("capture-core-graph-{}-{n}.dot", std::process::id()));
+        // SAFETY: module invariant (the graph is live).
+        let printed = unsafe { raw::graph::graph_debug_dot(g.0, &path) };
+        let text = printed.map_err(|code| Error::Driver { op: "cuGraphDebugDotPrint", code }).and_then(|()| {
+            std::fs::read_to_string(&path).map_err(|source| Error::Io {
+                op: "Graph::to_dot (reading the driver's DOT file)",
+                path: path.display().to_string(),
+                source,
+            })
+        });
+        let _ = std::fs::remove_file(&path);
+        text
     }
     fn graph_upload(&self, e: RawExec, s: RawStream) -> Result<(), DriverCode> {
         self.bind()?;

@@ -12,6 +12,7 @@
 #[cfg(feature = "cublas")]
 pub(crate) mod blas;
 pub(crate) mod cuda;
+pub(crate) mod graph;
 pub(crate) mod interop;
 
 use std::ffi::{c_void, CString};
@@ -490,21 +491,6 @@ pub(crate) unsafe fn graph_host_copies(g: usize) -> R<Vec<(usize, bool)>> {
         }
     }
     Ok(out)
-}
-
-/// # Safety
-/// `g` must be a live graph.
-pub(crate) unsafe fn graph_instantiate(g: usize) -> R<usize> {
-    // SAFETY: forwarded to the caller. Flag AUTO_FREE_ON_LAUNCH lets a graph that allocates
-    // (memory nodes) without freeing be relaunched: its allocations are freed at the next launch.
-    unsafe {
-        result::graph::instantiate(
-            g as sys::CUgraph,
-            sys::CUgraphInstantiate_flags::CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH,
-        )
-    }
-    .map(|e| e as usize)
-    .map_err(err)
 }
 
 /// # Safety
