@@ -138,7 +138,10 @@ fn main() -> Result<()> {
         }
         last_family = Some(family);
 
-        // One by one: each bucket's graph captured on its own, with the same warm-up replay.
+        // One by one: each bucket's graph captured on its own, with the same warm-up replay,
+        // starting from the same trimmed pool as the family did.
+        stream.synchronize()?;
+        ctx.trim_graph_memory()?;
         let t = Instant::now();
         let mut graphs = Vec::new();
         for &b in &BUCKETS {

@@ -18,6 +18,11 @@ use crate::error::{CallSite, Error, OpSite, Result};
 use crate::state::{Capturing, Idle};
 use crate::stream::Stream;
 
+/// How many operations of a capture a graph keeps, with their call sites, for its picture:
+/// one push per operation up to this many, then none (a long capture's per-op cost stays
+/// one comparison).
+pub(crate) const TRACE_LIMIT: usize = 200;
+
 /// An instantiated CUDA graph. `'a` is the capture's lifetime: every buffer, kernel and
 /// event the capture used is borrowed for it, so none can be dropped while the graph lives
 /// (a freed buffer would be `CUDA_ERROR_ILLEGAL_ADDRESS` at replay; a freed pinned buffer a
@@ -29,8 +34,11 @@ pub struct Graph<'a> {
     pub(crate) graph: RawGraph,
     pub(crate) nodes: NodeCounts,
     pub(crate) capture_id: u64,
-    /// The operations the capture recorded through this library, in order (for the picture).
+    /// The first [`TRACE_LIMIT`] operations the capture recorded through this library, in
+    /// order (for the picture).
     pub(crate) ops: Vec<OpSite>,
+    /// How many operations the capture recorded in all.
+    pub(crate) ops_total: usize,
     /// The flags it was instantiated with.
     pub(crate) flags: InstantiateFlags,
     _borrows: PhantomData<Capturing<'a>>,
@@ -55,6 +63,7 @@ impl Graph<'_> {
             nodes,
             capture_id,
             ops: Vec::new(),
+            ops_total: 0,
             flags: InstantiateFlags::default(),
             _borrows: PhantomData,
             _not_sync: PhantomData,
@@ -91,7 +100,10 @@ impl Graph<'_> {
     /// everything the graph uses alive for as long as the returned graph lives (see
     /// [`OwnedGraph`](crate::OwnedGraph)): the lifetime is a phantom, so no handle moves.
     pub(crate) fn erase(mut self) -> Graph<'static> {
-        let g = Graph::new(self.ctx.clone(), self.graph, self.exec, self.nodes, self.capture_id);
+        let mut g = Graph::new(self.ctx.clone(), self.graph, self.exec, self.nodes, self.capture_id);
+        g.ops = std::mem::take(&mut self.ops);
+        g.ops_total = self.ops_total;
+        g.flags = self.flags;
         // `self` no longer owns the handles: its `Drop` skips null ones.
         self.exec = RawExec(0);
         self.graph = RawGraph(0);

@@ -310,10 +310,12 @@ impl<'s, 'a> CaptureGuard<'s, 'a> {
         let raw = self.idle.raw;
         // Free graph allocations that were not freed, inside the graph, so no launch leaks.
         let swapped = self.check_swap();
+        let mut freed_at_end = 0;
         if matches!(b.capture_status(raw), Ok(CaptureStatus::Active)) {
             let pending: Vec<DevPtr> =
                 self.book.borrow().graph_allocs.iter().filter(|(_, f)| !f).map(|(p, _)| *p).collect();
             let any = !pending.is_empty();
+            freed_at_end = pending.len();
             for p in pending {
                 if let Err(code) = b.mem_free_async(p, raw) {
                     log::error!("capture-core: freeing graph memory at the end of capture failed: {code}");
@@ -364,6 +366,7 @@ impl<'s, 'a> CaptureGuard<'s, 'a> {
             outcome: outcome.err(),
             abandoned: false,
             stream_swapped: swapped,
+            freed_at_end,
         };
         (outcome, report)
     }
@@ -479,6 +482,7 @@ impl<'s, 'a> CaptureGuard<'s, 'a> {
         }
         let mut g = Graph::new(ctx, graph, exec, nodes, report.capture_id);
         g.ops = std::mem::take(&mut self.book.borrow_mut().trace);
+        g.ops_total = report.operations;
         g.flags = flags;
         Ok((g, report))
     }
@@ -551,6 +555,7 @@ impl<'s, 'a> CaptureGuard<'s, 'a> {
                 graph.nodes = report.nodes;
                 graph.capture_id = report.capture_id;
                 graph.ops = std::mem::take(&mut self.book.borrow_mut().trace);
+                graph.ops_total = report.operations;
                 Ok((GraphUpdate::InPlace, report))
             }
             Ok(false) | Err(_) => {
@@ -581,6 +586,7 @@ impl<'s, 'a> CaptureGuard<'s, 'a> {
                 graph.nodes = report.nodes;
                 graph.capture_id = report.capture_id;
                 graph.ops = std::mem::take(&mut self.book.borrow_mut().trace);
+                graph.ops_total = report.operations;
                 Ok((GraphUpdate::Reinstantiated, report))
             }
         }

@@ -243,6 +243,13 @@
 //! assert!(graph.as_raw_exec().is_none()); // Some(CUgraphExec) on the GPU
 //! # Ok(()) }
 //! ```
+//!
+//! ## 10. Engines: graphs that live in a struct, families per batch size, fallback
+//! [`engine`] has what a serving engine keeps for the life of the process:
+//! [`OwnedGraph`] (a `'static` graph that owns its resources), [`GraphFamily`] (one graph
+//! per batch-size bucket sharing the device's graph-memory pool, with bucket selection and
+//! padding counts), and [`Fallback`] (capture a [`Region`] once, or run it eagerly from then
+//! on when it cannot be captured, saying why). [`Context::graph_memory`] reads the pool.
 
 #![deny(unsafe_code)]
 #![cfg_attr(docsrs, feature(doc_cfg))]

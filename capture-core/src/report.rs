@@ -49,6 +49,10 @@ pub struct CaptureReport {
     /// [`Error::CaptureStreamSwapped`](crate::Error::CaptureStreamSwapped)); the capture was
     /// discarded.
     pub stream_swapped: bool,
+    /// Graph allocations the capture left allocated, freed inside the graph at its end by
+    /// the guard (so that no replay leaks them): free them yourself with `free_async` where
+    /// the work is done with them, and the memory can be reused sooner.
+    pub freed_at_end: usize,
 }
 
 /// A graph copy node whose host side is pageable memory.
@@ -108,6 +112,9 @@ impl fmt::Display for CaptureReport {
         writeln!(f, "  allocations:  {} ({} bytes)", self.allocation_count(), self.allocation_bytes())?;
         for a in &self.allocations {
             writeln!(f, "    {} bytes by `{}` at {}", a.bytes, a.op, a.site)?;
+        }
+        if self.freed_at_end > 0 {
+            writeln!(f, "    {} of them left allocated, freed at the end of the capture", self.freed_at_end)?;
         }
         writeln!(f, "  duration:     {:.3?}", self.duration)?;
         if let Some(w) = &self.watchdog {

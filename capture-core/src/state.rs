@@ -98,8 +98,11 @@ impl StreamState for Capturing<'_> {
             w.note(OpSite { op, site });
         }
         b.last_op = Some(OpSite { op, site });
-        // One push of two plain fields: the graph's picture lists the operations (issue #11).
-        b.trace.push(OpSite { op, site });
+        // The graph's picture lists the first operations (issue #11): a push of two plain
+        // fields up to a bound, then only this comparison.
+        if b.trace.len() < crate::graph::TRACE_LIMIT {
+            b.trace.push(OpSite { op, site });
+        }
         if let Some(sim) = ctx.sim() {
             // The simulated device labels the nodes this operation recorded.
             sim.label_nodes(b.origin, op, Some(site));

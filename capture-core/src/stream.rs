@@ -832,7 +832,10 @@ impl<'a> Stream<Capturing<'a>> {
         }
         self.run("Stream::free_async", site, |b, s| b.mem_free_async(buf.ptr, s))?;
         buf.freed = true;
-        if let Some(e) = self.ext.borrow_mut().graph_allocs.iter_mut().find(|(p, _)| *p == buf.ptr) {
+        // The live allocation at this address: the driver may hand an address freed earlier
+        // in the capture to a later allocation (seen on the H100), so an earlier entry at the
+        // same address can be one already freed.
+        if let Some(e) = self.ext.borrow_mut().graph_allocs.iter_mut().rev().find(|(p, f)| *p == buf.ptr && !*f) {
             e.1 = true;
         }
         Ok(())

@@ -95,3 +95,29 @@ on_both!(buffer_dropped_during_capture_is_freed_after_it, |ctx: Context| {
     graph.launch(&mut f.stream).unwrap();
     assert_eq!(f.stream.download(&x).unwrap()[0], 1.0);
 });
+
+on_both!(graph_memory_reused_within_a_capture_is_freed_once, |ctx: Context| {
+    // The driver gives a graph allocation the address of one freed earlier in the same
+    // capture (seen on the H100): the guard must not take the second allocation for the
+    // first, which it already freed, and free that address again at the end of the capture.
+    let mut f = Fixture::new(ctx).unwrap();
+    let x = f.stream.upload_new(&[1.0f32; 1024]).unwrap();
+    let cfg = LaunchConfig::for_num_elems(1024);
+    let mut g = f.stream.capture_with(CaptureOptions::new().alloc_policy(AllocPolicy::Allow)).unwrap();
+    let a = g.alloc_async::<f32>(1024).unwrap();
+    g.launch(&f.scale, cfg, (&x, &a, 2.0f32, 1024u32)).unwrap();
+    let c = g.alloc_async::<f32>(1024).unwrap();
+    g.launch(&f.add, cfg, (&a, &x, &c, 1024u32)).unwrap();
+    g.free_async(a).unwrap();
+    let d = g.alloc_async::<f32>(1024).unwrap(); // may get `a`'s address
+    g.launch(&f.scale, cfg, (&c, &d, 0.5f32, 1024u32)).unwrap();
+    g.free_async(c).unwrap();
+    g.launch(&f.scale, cfg, (&d, &x, 2.0f32, 1024u32)).unwrap();
+    g.free_async(d).unwrap();
+    let (graph, report) = g.finish().unwrap();
+    assert_eq!((report.nodes.mem_alloc, report.nodes.mem_free), (3, 3), "{report}");
+    assert_eq!(report.freed_at_end, 0, "every allocation was freed by the capture itself: {report}");
+    graph.launch(&mut f.stream).unwrap();
+    graph.launch(&mut f.stream).unwrap();
+    assert_eq!(f.stream.download(&x).unwrap()[0], 9.0);
+});

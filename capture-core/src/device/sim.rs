@@ -396,6 +396,11 @@ struct Capture {
     /// Graph-allocated bytes live at this point of the capture, and their peak.
     graph_live: usize,
     graph_peak: usize,
+    /// Graph allocations live at this point of the capture (address -> bytes).
+    graph_live_allocs: HashMap<u64, usize>,
+    /// Graph allocations freed earlier in the capture (address, bytes), which a later
+    /// allocation of the same capture may get again, as the driver reuses addresses.
+    graph_freed: Vec<(u64, usize)>,
     /// Each stream's last node: the next node recorded on it depends on it.
     tails: HashMap<usize, usize>,
     /// Dependency edges (from, to) between node indices.
@@ -455,16 +460,16 @@ struct Exec {
 
 impl Exec {
     fn new(nodes: Arc<Vec<Node>>, auto_free: bool) -> Self {
-        let freed: HashSet<u64> =
-            nodes.iter().filter_map(|n| if let Node::MemFree { ptr } = n { Some(*ptr) } else { None }).collect();
-        let unfreed = nodes
-            .iter()
-            .filter_map(|n| match n {
-                Node::MemAlloc { ptr } if !freed.contains(ptr) => Some(*ptr),
-                _ => None,
-            })
-            .collect();
-        Self { nodes, auto_free, unfreed, live: Vec::new() }
+        // In graph order: an address can be allocated again after it was freed.
+        let mut live: Vec<u64> = Vec::new();
+        for n in nodes.iter() {
+            match n {
+                Node::MemAlloc { ptr } => live.push(*ptr),
+                Node::MemFree { ptr } => live.retain(|p| p != ptr),
+                _ => {}
+            }
+        }
+        Self { nodes, auto_free, unfreed: live, live: Vec::new() }
     }
 }
 
@@ -869,10 +874,19 @@ impl Backend for SimDevice {
                 if st.captures.get(&cap).is_some_and(|c| c.state == CapState::Invalidated) {
                     return Err(DriverCode::STREAM_CAPTURE_INVALIDATED);
                 }
-                let p = st.mem.alloc(bytes, AllocKind::Graph);
+                // Like the driver, a graph allocation may get the address of one freed earlier
+                // in the same capture (seen on the H100).
+                let reuse = st.captures.get(&cap).and_then(|c| c.graph_freed.iter().position(|&(_, len)| len >= bytes));
+                let p = match reuse {
+                    Some(i) => st.captures.get_mut(&cap).map_or(0, |c| c.graph_freed.swap_remove(i).0),
+                    None => st.mem.alloc(bytes, AllocKind::Graph),
+                };
                 st.record(s.0, Node::MemAlloc { ptr: p })?;
                 if let Some(c) = st.captures.get_mut(&cap) {
-                    c.graph_allocs.push(p);
+                    if reuse.is_none() {
+                        c.graph_allocs.push(p);
+                    }
+                    c.graph_live_allocs.insert(p, bytes);
                     c.graph_live += bytes;
                     c.graph_peak = c.graph_peak.max(c.graph_live);
                 }
@@ -898,17 +912,20 @@ impl Backend for SimDevice {
         let mut st = self.st();
         match st.active_capture_of(s.0) {
             Some(cap) => {
-                // Only memory this capture allocated can be freed in its graph; anything else
-                // is INVALID_VALUE, not recorded, and the capture stays valid.
-                let owned = st.captures.get(&cap).is_some_and(|c| c.graph_allocs.contains(&p.0));
-                if !owned {
+                // Only memory this capture allocated, and has not freed yet, can be freed in its
+                // graph; anything else (a double free included) is INVALID_VALUE, not
+                // recorded, and the capture stays valid.
+                let live = st.captures.get(&cap).is_some_and(|c| c.graph_live_allocs.contains_key(&p.0));
+                if !live {
                     return Err(DriverCode::INVALID_VALUE);
                 }
                 // Freed in the graph; the memory stays reserved until the graph is destroyed.
                 st.record(s.0, Node::MemFree { ptr: p.0 })?;
-                let bytes = st.mem.len_of(p.0, AllocKind::Graph).unwrap_or(0);
+                let len = st.mem.len_of(p.0, AllocKind::Graph).unwrap_or(0);
                 if let Some(c) = st.captures.get_mut(&cap) {
+                    let bytes = c.graph_live_allocs.remove(&p.0).unwrap_or(0);
                     c.graph_live = c.graph_live.saturating_sub(bytes);
+                    c.graph_freed.push((p.0, len));
                 }
                 Ok(())
             }
@@ -1188,6 +1205,8 @@ impl Backend for SimDevice {
                 graph_allocs: Vec::new(),
                 graph_live: 0,
                 graph_peak: 0,
+                graph_live_allocs: HashMap::new(),
+                graph_freed: Vec::new(),
                 tails: HashMap::new(),
                 edges: Vec::new(),
                 stream_of: Vec::new(),

@@ -78,15 +78,15 @@ impl Graph<'_> {
         let Some(end) = text.rfind('}') else { return };
         let mut label = format!(
             "capture #{}: {} operation(s) issued through capture-core, in order",
-            self.capture_id,
-            self.ops.len()
+            self.capture_id, self.ops_total
         );
         label = escape(&label) + "\\l";
         for (i, op) in self.ops.iter().take(MAX_LISTED).enumerate() {
             let _ = write!(label, "{}. {}\\l", i + 1, escape(&format!("{} at {}", op.op, op.site)));
         }
-        if self.ops.len() > MAX_LISTED {
-            let _ = write!(label, "… and {} more\\l", self.ops.len() - MAX_LISTED);
+        let listed = self.ops.len().min(MAX_LISTED);
+        if self.ops_total > listed {
+            let _ = write!(label, "… and {} more\\l", self.ops_total - listed);
         }
         let note = format!(
             "capture_core_ops [shape=note, style=filled, fillcolor=\"#fffbe6\", fontname=\"Helvetica\", fontsize=10, label=\"{label}\"];\n"
