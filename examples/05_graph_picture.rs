@@ -10,7 +10,7 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-use capture_core::{kernels, Context, DeviceKind, LaunchConfig, Result};
+use capture_core::{kernels, CaptureOptions, Context, DeviceKind, LaunchConfig, Result};
 
 fn main() -> Result<()> {
     env_logger::Builder::new().filter_level(log::LevelFilter::Warn).parse_default_env().init();
@@ -42,7 +42,7 @@ fn main() -> Result<()> {
 
     // x <- input; x += 1; then, side by side, y = 3x (on a forked stream) and z = x / 2;
     // joined: z = y + z; output <- z. Result per element: 3 * 2 + 1 = 7.
-    let mut g = stream.capture()?;
+    let mut g = stream.capture_with(CaptureOptions::new().trace_ops())?; // list the operations in the picture
     g.upload_async(&x, &input)?;
     g.launch(&incr, cfg, (&x, n as u32))?;
     let mut side = g.fork()?;

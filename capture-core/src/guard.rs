@@ -43,6 +43,11 @@ pub struct CaptureOptions {
     /// How [`CaptureGuard::finish`] instantiates the graph (default
     /// [`InstantiateFlags::new`]: auto-free-on-launch).
     pub instantiate: InstantiateFlags,
+    /// Keep the capture's operations, with call sites, for the graph's picture
+    /// ([`Graph::to_dot`](crate::Graph::to_dot) lists them next to the driver's nodes).
+    /// Off by default on a GPU: it costs tens of nanoseconds per captured operation. The
+    /// simulated device always keeps them.
+    pub trace_ops: bool,
 }
 
 impl CaptureOptions {
@@ -63,6 +68,11 @@ impl CaptureOptions {
     /// Sets the allocation policy.
     pub fn alloc_policy(mut self, policy: AllocPolicy) -> Self {
         self.alloc_policy = policy;
+        self
+    }
+    /// Keeps the capture's operations for the graph's picture ([`trace_ops`](Self::trace_ops)).
+    pub fn trace_ops(mut self) -> Self {
+        self.trace_ops = true;
         self
     }
     /// Sets the instantiate flags ([`InstantiateFlags`]): upload, auto-free-on-launch,
@@ -127,11 +137,30 @@ pub struct CaptureBook {
     pub(crate) origin: RawStream,
     /// Every operation recorded through this library, in order (the graph's picture lists them).
     pub(crate) trace: Vec<OpSite>,
+    /// Whether operations are noted for the graph's picture: always on the simulated device
+    /// (it labels its nodes), on a GPU only with [`CaptureOptions::trace_ops`].
+    pub(crate) picture: bool,
     /// How `finish` instantiates.
     pub(crate) instantiate: InstantiateFlags,
 }
 
 impl CaptureBook {
+    /// Notes an operation for the graph's picture: the first [`TRACE_LIMIT`] in order, and
+    /// on the simulated device the labels of the nodes it recorded. Out of line: the hot
+    /// path only tests [`picture`](Self::picture).
+    ///
+    /// [`TRACE_LIMIT`]: crate::graph::TRACE_LIMIT
+    #[inline(never)]
+    pub(crate) fn note_for_picture(&mut self, ctx: &crate::context::Context, op: &'static str, site: CallSite) {
+        if self.trace.len() < crate::graph::TRACE_LIMIT {
+            self.trace.push(OpSite { op, site });
+        }
+        if let Some(sim) = ctx.sim() {
+            // The simulated device labels the nodes this operation recorded.
+            sim.label_nodes(self.origin, op, Some(site));
+        }
+    }
+
     /// Whether the capture has ended.
     #[inline]
     pub(crate) fn has_ended(&self) -> bool {
@@ -225,6 +254,7 @@ impl<'s, 'a> CaptureGuard<'s, 'a> {
             swapped: false,
             origin: idle.raw,
             trace: Vec::new(),
+            picture: opts.trace_ops || idle.ctx.sim().is_some(),
             instantiate: opts.instantiate,
         }));
         {

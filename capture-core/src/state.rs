@@ -98,14 +98,10 @@ impl StreamState for Capturing<'_> {
             w.note(OpSite { op, site });
         }
         b.last_op = Some(OpSite { op, site });
-        // The graph's picture lists the first operations (issue #11): a push of two plain
-        // fields up to a bound, then only this comparison.
-        if b.trace.len() < crate::graph::TRACE_LIMIT {
-            b.trace.push(OpSite { op, site });
-        }
-        if let Some(sim) = ctx.sim() {
-            // The simulated device labels the nodes this operation recorded.
-            sim.label_nodes(b.origin, op, Some(site));
+        // The graph's picture (issue #11): one predictable branch unless asked for. Even a
+        // bounded push here cost ~35 ns per captured launch on the H100 (A/B, 2026-11-23).
+        if b.picture {
+            b.note_for_picture(ctx, op, site);
         }
     }
     fn on_fail(ext: &Book, ctx: &Context, op: &'static str, site: CallSite, code: DriverCode) -> Error {

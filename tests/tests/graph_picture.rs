@@ -52,7 +52,8 @@ on_both!(fork_join_picture, |ctx: Context| {
     let y = f.stream.alloc_zeros::<f32>(N as usize).unwrap();
     let z = f.stream.alloc_zeros::<f32>(N as usize).unwrap();
     let out = f.stream.alloc_zeros::<f32>(N as usize).unwrap();
-    let mut g = f.stream.capture().unwrap();
+    // On a GPU the operations are listed only when asked for (they cost time per op).
+    let mut g = f.stream.capture_with(capture_core::CaptureOptions::new().trace_ops()).unwrap();
     g.launch(&f.incr, cfg, (&x, N)).unwrap(); // x = 2
     let mut side = g.fork().unwrap();
     side.launch(&f.scale, cfg, (&x, &y, 3.0f32, N)).unwrap(); // y = 6, on the fork

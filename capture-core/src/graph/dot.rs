@@ -81,6 +81,10 @@ impl Graph<'_> {
             self.capture_id, self.ops_total
         );
         label = escape(&label) + "\\l";
+        if self.ops.is_empty() && self.ops_total > 0 {
+            label += &escape("(capture with `CaptureOptions::new().trace_ops()` to list them here)");
+            label += "\\l";
+        }
         for (i, op) in self.ops.iter().take(MAX_LISTED).enumerate() {
             let _ = write!(label, "{}. {}\\l", i + 1, escape(&format!("{} at {}", op.op, op.site)));
         }
