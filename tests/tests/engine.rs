@@ -303,3 +303,33 @@ on_both!(fallback_region_that_panics_leaves_the_stream_idle, |ctx: Context| {
     let mut region = Fallback::new("fixed", m.clone());
     assert_eq!(region.run(&mut f.stream, &mut Scale).unwrap(), Path::Captured);
 });
+
+fn scale_step<'r, S: Records<'r>>(s: &mut Stream<S>, m: &'r Model) -> Result<()> {
+    Scale.run(s, m)
+}
+
+on_both!(fallback_closure_form_captures_and_falls_back, |ctx: Context| {
+    let mut f = Fixture::new(ctx.clone()).unwrap();
+    let m = model(&mut f, 4);
+    f.stream.upload(&m.x, &vec![2.0f32; 4 * ROW]).unwrap();
+    let mut ok = Fallback::new("closures", m.clone());
+    for want in [Path::Captured, Path::Replayed, Path::Replayed] {
+        assert_eq!(ok.run_with(&mut f.stream, |s, m| scale_step(s, m), |s, m| scale_step(s, m)).unwrap(), want);
+    }
+    assert_eq!(f.stream.download(&m.y).unwrap()[0], 4.0);
+    // The capture closure waits on an event recorded before the capture: ISOLATION.
+    let ev = Event::new(&ctx).unwrap();
+    f.stream.record_event(&ev).unwrap();
+    f.stream.synchronize().unwrap();
+    let r = Arc::new(WithEvent { m: m.clone(), ev });
+    let mut bad = Fallback::new("closures-isolated", r);
+    fn record<'r>(s: &mut Stream<capture_core::Capturing<'r>>, r: &'r WithEvent) -> Result<()> {
+        s.wait_event(&r.ev)
+    }
+    let path = bad.run_with(&mut f.stream, record, |s, r| scale_step(s, &r.m)).unwrap();
+    assert_eq!(path, Path::FellBack);
+    assert!(bad.reason().unwrap().to_string().contains("closures-isolated"));
+    f.stream.memset_sync(&m.y, 0).unwrap();
+    assert_eq!(bad.run_with(&mut f.stream, record, |s, r| scale_step(s, &r.m)).unwrap(), Path::Eager);
+    assert_eq!(f.stream.download(&m.y).unwrap()[0], 4.0, "the eager closure ran");
+});

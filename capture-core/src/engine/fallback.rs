@@ -8,7 +8,7 @@ use crate::engine::owned::OwnedGraph;
 use crate::error::{CallSite, Error, Result};
 use crate::graph::Graph;
 use crate::guard::CaptureOptions;
-use crate::state::{Idle, Records};
+use crate::state::{Capturing, Idle, Records};
 use crate::stream::Stream;
 use crate::validate::{Outputs, ReplayCheck};
 
@@ -68,6 +68,39 @@ impl fmt::Display for FallbackReason {
     }
 }
 
+/// The two ways of issuing a region's work, for the fallback's internals: recorded into a
+/// capture, or run eagerly. A [`Region`] is both; so is a pair of closures.
+trait Work<R: ?Sized> {
+    fn record<'r>(&mut self, stream: &mut Stream<Capturing<'r>>, resources: &'r R) -> Result<()>;
+    fn eager(&mut self, stream: &mut Stream<Idle>, resources: &R) -> Result<()>;
+}
+
+struct RegionWork<'g, G>(&'g mut G);
+
+impl<R: ?Sized, G: Region<R>> Work<R> for RegionWork<'_, G> {
+    fn record<'r>(&mut self, stream: &mut Stream<Capturing<'r>>, resources: &'r R) -> Result<()> {
+        self.0.run(stream, resources)
+    }
+    fn eager(&mut self, stream: &mut Stream<Idle>, resources: &R) -> Result<()> {
+        self.0.run(stream, resources)
+    }
+}
+
+struct ClosureWork<C, E>(C, E);
+
+impl<R: ?Sized, C, E> Work<R> for ClosureWork<C, E>
+where
+    C: for<'r> FnMut(&mut Stream<Capturing<'r>>, &'r R) -> Result<()>,
+    E: FnMut(&mut Stream<Idle>, &R) -> Result<()>,
+{
+    fn record<'r>(&mut self, stream: &mut Stream<Capturing<'r>>, resources: &'r R) -> Result<()> {
+        (self.0)(stream, resources)
+    }
+    fn eager(&mut self, stream: &mut Stream<Idle>, resources: &R) -> Result<()> {
+        (self.1)(stream, resources)
+    }
+}
+
 type WriteInputs<R> = Box<dyn FnMut(usize, &mut Stream<Idle>, &R) -> Result<()> + Send>;
 type ReadOutputs<R> = Box<dyn FnMut(&mut Stream<Idle>, &R) -> Result<Outputs> + Send>;
 
@@ -93,6 +126,9 @@ enum State<R: 'static> {
 /// a capture-time driver error — and, where [`validate`](Self::validate) asks for it, a
 /// replay that diverges from the eager run. Any other error (bad input, a context
 /// mismatch, out of memory) is returned as it is, and the next call tries again.
+///
+/// The region is a [`Region`] (one generic function, [`run`](Self::run)) or a pair of
+/// closures, one recording and one eager ([`run_with`](Self::run_with)).
 ///
 /// A region that panics unwinds through the capture, which ends it: the stream is idle
 /// and usable, and the fallback has not decided (the next call tries again).
@@ -185,13 +221,29 @@ impl<R: Send + Sync + 'static> Fallback<R> {
     /// Errors that are not capture failures, from the capture or the validation closures.
     #[track_caller]
     pub fn prepare<G: Region<R>>(&mut self, stream: &mut Stream<Idle>, region: &mut G) -> Result<Path> {
-        self.prepare_at(stream, region, true, CallSite::caller())
+        self.prepare_at(stream, &mut RegionWork(region), true, CallSite::caller())
     }
 
-    fn prepare_at<G: Region<R>>(
+    /// [`prepare`](Self::prepare) with the region given as two closures: `record` issues
+    /// the work on the capturing stream, `eager` the same work on the idle stream (for
+    /// validation). Typically both call one function written generically over
+    /// [`Records`](crate::Records).
+    ///
+    /// # Errors
+    /// As [`prepare`](Self::prepare).
+    #[track_caller]
+    pub fn prepare_with<C, E>(&mut self, stream: &mut Stream<Idle>, record: C, eager: E) -> Result<Path>
+    where
+        C: for<'r> FnMut(&mut Stream<Capturing<'r>>, &'r R) -> Result<()>,
+        E: FnMut(&mut Stream<Idle>, &R) -> Result<()>,
+    {
+        self.prepare_at(stream, &mut ClosureWork(record, eager), true, CallSite::caller())
+    }
+
+    fn prepare_at(
         &mut self,
         stream: &mut Stream<Idle>,
-        region: &mut G,
+        work: &mut dyn Work<R>,
         validate: bool,
         site: CallSite,
     ) -> Result<Path> {
@@ -204,7 +256,7 @@ impl<R: Send + Sync + 'static> Fallback<R> {
             stream,
             self.options,
             self.resources.clone(),
-            |s, r: &Arc<R>| region.run(s, &**r),
+            |s, r: &Arc<R>| work.record(s, &**r),
             site,
         );
         let outcome = match captured {
@@ -217,7 +269,7 @@ impl<R: Send + Sync + 'static> Fallback<R> {
                             graph.graph(),
                             stream,
                             |i, s| (v.write_inputs)(i, s, res),
-                            |_, s| region.run(s, res),
+                            |_, s| work.eager(s, res),
                             |s| (v.read_outputs)(s, res),
                         )
                         .map(|_| graph)
@@ -248,11 +300,51 @@ impl<R: Send + Sync + 'static> Fallback<R> {
     /// As [`prepare`](Self::prepare); errors of the replay or the eager run.
     #[track_caller]
     pub fn run<G: Region<R>>(&mut self, stream: &mut Stream<Idle>, region: &mut G) -> Result<Path> {
-        let site = CallSite::caller();
-        let path = self.prepare_at(stream, region, false, site)?;
+        self.run_at(stream, &mut RegionWork(region), CallSite::caller())
+    }
+
+    /// [`run`](Self::run) with the region given as two closures, the closure-based form:
+    /// `record` issues the work on the capturing stream, `eager` the same work on the idle
+    /// stream. Typically both call one function written generically over
+    /// [`Records`](crate::Records):
+    ///
+    /// ```
+    /// # use capture_core::*;
+    /// # use std::sync::Arc;
+    /// # fn main() -> Result<()> {
+    /// # let ctx = Context::simulated();
+    /// # kernels::register_chain_kernels(ctx.sim().unwrap());
+    /// # let mut stream = ctx.new_stream()?;
+    /// # let module = ctx.load_module(kernels::CHAIN_PTX)?;
+    /// struct Bufs { incr: Kernel, x: DeviceBuffer<f32> }
+    /// fn step<'r, S: Records<'r>>(s: &mut Stream<S>, b: &'r Bufs) -> Result<()> {
+    ///     s.launch(&b.incr, LaunchConfig::for_num_elems(64), (&b.x, 64u32))
+    /// }
+    /// let bufs = Arc::new(Bufs { incr: module.kernel("incr_f32")?, x: stream.alloc_zeros::<f32>(64)? });
+    /// let mut region = Fallback::new("incr", bufs.clone());
+    /// for _ in 0..3 {
+    ///     region.run_with(&mut stream, |s, b| step(s, b), |s, b| step(s, b))?;
+    /// }
+    /// assert_eq!(stream.download(&bufs.x)?[0], 3.0);
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// As [`run`](Self::run).
+    #[track_caller]
+    pub fn run_with<C, E>(&mut self, stream: &mut Stream<Idle>, record: C, eager: E) -> Result<Path>
+    where
+        C: for<'r> FnMut(&mut Stream<Capturing<'r>>, &'r R) -> Result<()>,
+        E: FnMut(&mut Stream<Idle>, &R) -> Result<()>,
+    {
+        self.run_at(stream, &mut ClosureWork(record, eager), CallSite::caller())
+    }
+
+    fn run_at(&mut self, stream: &mut Stream<Idle>, work: &mut dyn Work<R>, site: CallSite) -> Result<Path> {
+        let path = self.prepare_at(stream, work, false, site)?;
         match &self.state {
             State::Graph(g) => g.launch(stream)?,
-            State::Eager(_) => region.run(stream, &*self.resources)?,
+            State::Eager(_) => work.eager(stream, &*self.resources)?,
             State::Untried => {}
         }
         Ok(path)
