@@ -8,7 +8,7 @@
 
 use std::time::Instant;
 
-use capture_core::{kernels, Context, DeviceKind, LaunchConfig, Result};
+use capture_core::{kernels, DeviceKind, LaunchConfig, Result};
 
 fn main() -> Result<()> {
     env_logger::Builder::new().filter_level(log::LevelFilter::Warn).parse_default_env().init();
@@ -16,14 +16,7 @@ fn main() -> Result<()> {
     let chain = args.next().and_then(|r| r.ok()).unwrap_or(100).max(1);
     let replays = args.next().and_then(|r| r.ok()).unwrap_or(1000).max(1);
 
-    let ctx = Context::open_default();
-    match ctx.kind() {
-        DeviceKind::Cuda => println!("device: {} (CUDA GPU {})", ctx.name(), ctx.ordinal()),
-        _ => {
-            println!("device: simulated device — no GPU: {}", ctx.fallback_reason().unwrap_or("not requested"));
-            kernels::register_chain_kernels(ctx.sim().expect("simulated"));
-        }
-    }
+    let ctx = capture_examples::open_device();
 
     // Everything the graph uses is allocated and loaded before capture.
     let mut stream = ctx.new_stream()?;

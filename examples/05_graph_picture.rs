@@ -10,7 +10,7 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-use capture_core::{kernels, CaptureOptions, Context, DeviceKind, LaunchConfig, Result};
+use capture_core::{kernels, CaptureOptions, LaunchConfig, Result};
 
 fn main() -> Result<()> {
     env_logger::Builder::new().filter_level(log::LevelFilter::Warn).parse_default_env().init();
@@ -19,14 +19,7 @@ fn main() -> Result<()> {
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..").join("docs"));
 
-    let ctx = Context::open_default();
-    match ctx.kind() {
-        DeviceKind::Cuda => println!("device: {} (CUDA GPU {})", ctx.name(), ctx.ordinal()),
-        _ => {
-            println!("device: simulated device — no GPU: {}", ctx.fallback_reason().unwrap_or("not requested"));
-            kernels::register_chain_kernels(ctx.sim().expect("simulated"));
-        }
-    }
+    let ctx = capture_examples::open_device();
 
     let mut stream = ctx.new_stream()?;
     let module = ctx.load_module(kernels::CHAIN_PTX)?;

@@ -20,8 +20,8 @@ use std::time::Instant;
 
 use capture_core::engine::GraphFamily;
 use capture_core::{
-    kernels, AllocPolicy, CaptureOptions, Capturing, Context, DeviceBuffer, DeviceKind, Kernel, LaunchConfig,
-    OwnedGraph, Records, Result, Stream,
+    kernels, AllocPolicy, CaptureOptions, Capturing, Context, DeviceBuffer, Kernel, LaunchConfig, OwnedGraph, Records,
+    Result, Stream,
 };
 
 const BUCKETS: [usize; 8] = [1, 2, 4, 8, 16, 32, 64, 128];
@@ -89,14 +89,7 @@ fn main() -> Result<()> {
     let rounds = args.next().and_then(|r| r.ok()).unwrap_or(5).max(1);
     let largest = *BUCKETS.last().expect("buckets");
 
-    let ctx = Context::open_default();
-    match ctx.kind() {
-        DeviceKind::Cuda => println!("device: {} (CUDA GPU {})", ctx.name(), ctx.ordinal()),
-        _ => {
-            println!("device: simulated device — no GPU: {}", ctx.fallback_reason().unwrap_or("not requested"));
-            kernels::register_chain_kernels(ctx.sim().expect("simulated"));
-        }
-    }
+    let ctx = capture_examples::open_device();
     let mut stream = ctx.new_stream()?;
     let module = ctx.load_module(kernels::CHAIN_PTX)?;
     let model = Arc::new(Model {
