@@ -67,10 +67,17 @@ impl fmt::Debug for Context {
 
 impl Context {
     fn from_dev(dev: Dev, fallback: Option<String>) -> Self {
+        Self::from_dev_in(dev, fallback, None)
+    }
+
+    /// A context on `dev`, in the fail-fast domain `domain` (a new one for a simulated
+    /// device when `None`; every GPU of the process shares domain 0).
+    fn from_dev_in(dev: Dev, fallback: Option<String>, domain: Option<usize>) -> Self {
         static NEXT_SIM_DOMAIN: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(1);
-        let domain = match dev {
-            Dev::Cuda(_) => 0,
-            Dev::Sim(_) => NEXT_SIM_DOMAIN.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+        let domain = match (&dev, domain) {
+            (Dev::Cuda(_), _) => 0,
+            (Dev::Sim(_), Some(d)) => d,
+            (Dev::Sim(_), None) => NEXT_SIM_DOMAIN.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
         };
         Self { inner: Arc::new(CtxInner { dev, domain, registry: Registry::default(), fallback }) }
     }
@@ -88,6 +95,38 @@ impl Context {
     /// no such device, [`Error::Driver`] when the driver refuses. Never panics.
     pub fn open(ordinal: usize) -> Result<Self> {
         Ok(Self::from_dev(Dev::Cuda(CudaBackend::open(ordinal)?), None))
+    }
+
+    /// A simulated world of `devices` devices in one process (2 to 8 make sense; 1 is
+    /// allowed): one context per device, ordinals 0.., sharing capture rules the way the
+    /// GPUs of one process do (a Global capture on one prohibits unsafe calls on all).
+    /// [`Comm::init_all`](crate::collective::Comm::init_all) makes a communicator over them
+    /// whose collectives move host memory between the devices.
+    ///
+    /// # Errors
+    /// [`Error::InvalidWorld`] for 0 devices or more than 64.
+    #[cfg(feature = "nccl")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "nccl")))]
+    pub fn simulated_world(devices: usize) -> Result<Vec<Self>> {
+        if devices == 0 || devices > 64 {
+            return Err(Error::InvalidWorld {
+                reason: format!("a simulated world of {devices} devices was asked for; ask for 1 to 64 (2 to 8 is what one host has)"),
+            });
+        }
+        static NEXT_WORLD: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+        let world = NEXT_WORLD.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let first = Self::simulated_in(world, 0, None);
+        let domain = first.inner.domain;
+        let mut all = vec![first];
+        for i in 1..devices {
+            all.push(Self::simulated_in(world, i, Some(domain)));
+        }
+        Ok(all)
+    }
+
+    #[cfg(feature = "nccl")]
+    fn simulated_in(world: u64, index: usize, domain: Option<usize>) -> Self {
+        Self::from_dev_in(Dev::Sim(Box::new(SimDevice::in_world(world, index))), None, domain)
     }
 
     /// Opens the simulated device: host memory, the same API and capture rules as the H100.

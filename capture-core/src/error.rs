@@ -495,6 +495,66 @@ pub enum Error {
         found: String,
     },
 
+    /// NCCL could not be loaded.
+    #[error("NCCL (libnccl.so) could not be loaded: install NCCL or put its library on LD_LIBRARY_PATH (PyTorch's wheels ship it as nvidia/nccl/lib/libnccl.so.2; cudarc looks for `libnccl.so`, so link that name to it), or use `Context::simulated_world` to run on simulated devices")]
+    NcclUnavailable,
+
+    /// An NCCL call failed.
+    #[error("`{op}` failed with NCCL error {code} ({text}); set NCCL_DEBUG=WARN for NCCL's own account")]
+    Nccl {
+        /// The NCCL function.
+        op: &'static str,
+        /// NCCL's result code.
+        code: u32,
+        /// NCCL's text for it.
+        text: String,
+    },
+
+    /// A set of devices that cannot form a communicator or world.
+    #[error("invalid world: {reason}")]
+    InvalidWorld {
+        /// What is wrong and what to do.
+        reason: String,
+    },
+
+    /// A communicator was used from a stream of a device it does not cover.
+    #[error("`{op}`: rank {rank}'s communicator is on device {comm_device}, the stream on device {stream_device}: issue each rank's call on a stream of that rank's device")]
+    CommDeviceMismatch {
+        /// The operation.
+        op: &'static str,
+        /// The communicator's rank.
+        rank: usize,
+        /// Its device's ordinal.
+        comm_device: usize,
+        /// The stream's device ordinal.
+        stream_device: usize,
+    },
+
+    /// The ranks' collective calls of a group do not match: NCCL would wait forever, or
+    /// compute garbage. Nothing was issued.
+    #[error("collective calls do not match across ranks: {reason}; nothing was issued")]
+    CollectiveMismatch {
+        /// What differs.
+        reason: String,
+    },
+
+    /// A graph holding collectives was launched alone: its collectives would wait forever
+    /// for the other ranks' graphs.
+    #[error("the graph of capture #{capture} holds {collectives} collective(s), which wait for the other ranks: launch the step with `MultiGraph::launch`, which launches every rank's graph")]
+    CollectiveGraphAlone {
+        /// The capture.
+        capture: u64,
+        /// Its collectives.
+        collectives: usize,
+    },
+
+    /// A collective the simulated device does not model.
+    #[error("{what}")]
+    NotModelled {
+        /// What, and what to do instead.
+        what: String,
+    },
+
     /// A replay check was set up so that it could not check anything.
     #[error("invalid replay check: {reason}")]
     InvalidReplayCheck {

@@ -39,6 +39,8 @@ pub struct Graph<'a> {
     pub(crate) ops: Vec<OpSite>,
     /// How many operations the capture recorded in all.
     pub(crate) ops_total: usize,
+    /// Collective calls in the graph: it runs only together with the other ranks' graphs.
+    pub(crate) collectives: usize,
     /// The flags it was instantiated with.
     pub(crate) flags: InstantiateFlags,
     _borrows: PhantomData<Capturing<'a>>,
@@ -64,6 +66,7 @@ impl Graph<'_> {
             capture_id,
             ops: Vec::new(),
             ops_total: 0,
+            collectives: 0,
             flags: InstantiateFlags::default(),
             _borrows: PhantomData,
             _not_sync: PhantomData,
@@ -76,11 +79,26 @@ impl Graph<'_> {
     /// [`Error::ContextMismatch`], [`Error::Driver`].
     #[track_caller]
     pub fn launch(&self, stream: &mut Stream<Idle>) -> Result<()> {
-        let site = CallSite::caller();
+        if self.collectives > 0 {
+            return Err(Error::CollectiveGraphAlone { capture: self.capture_id, collectives: self.collectives });
+        }
+        self.launch_at(stream, CallSite::caller())
+    }
+
+    /// [`launch`](Self::launch) without the check for collectives: for a launch of every
+    /// rank's graph together.
+    pub(crate) fn launch_at(&self, stream: &mut Stream<Idle>, site: CallSite) -> Result<()> {
         if !self.ctx.same(&stream.ctx) {
             return Err(Error::ContextMismatch { op: "Graph::launch", what: "stream" });
         }
         stream.run("Graph::launch", site, |b, s| b.graph_launch(self.exec, s))
+    }
+
+    /// Collective calls in the graph (of communicators of more than one rank): such a graph
+    /// runs only with the other ranks' graphs, through
+    /// [`MultiGraph::launch`](crate::collective::MultiGraph::launch).
+    pub fn collectives(&self) -> usize {
+        self.collectives
     }
 
     /// Uploads the graph to the device ahead of its first launch.
@@ -103,6 +121,7 @@ impl Graph<'_> {
         let mut g = Graph::new(self.ctx.clone(), self.graph, self.exec, self.nodes, self.capture_id);
         g.ops = std::mem::take(&mut self.ops);
         g.ops_total = self.ops_total;
+        g.collectives = self.collectives;
         g.flags = self.flags;
         // `self` no longer owns the handles: its `Drop` skips null ones.
         self.exec = RawExec(0);

@@ -140,6 +140,8 @@ pub struct CaptureBook {
     /// Whether operations are noted for the graph's picture: always on the simulated device
     /// (it labels its nodes), on a GPU only with [`CaptureOptions::trace_ops`].
     pub(crate) picture: bool,
+    /// Collective calls recorded (their graph only runs with every rank's).
+    pub(crate) collectives: usize,
     /// How `finish` instantiates.
     pub(crate) instantiate: InstantiateFlags,
 }
@@ -255,6 +257,7 @@ impl<'s, 'a> CaptureGuard<'s, 'a> {
             origin: idle.raw,
             trace: Vec::new(),
             picture: opts.trace_ops || idle.ctx.sim().is_some(),
+            collectives: 0,
             instantiate: opts.instantiate,
         }));
         {
@@ -444,7 +447,16 @@ impl<'s, 'a> CaptureGuard<'s, 'a> {
     /// instantiation. On error the stream is idle again and usable, and the report is
     /// logged.
     #[track_caller]
-    pub fn finish(mut self) -> Result<(Graph<'a>, CaptureReport)> {
+    pub fn finish(self) -> Result<(Graph<'a>, CaptureReport)> {
+        let site = CallSite::caller();
+        self.end_capture()?.instantiate(site)
+    }
+
+    /// Ends the capture and takes the driver's graph, without instantiating it: the first
+    /// half of [`finish`](Self::finish). Several captures that must all end before any is
+    /// instantiated (the driver refuses to instantiate while another Global capture is
+    /// active) go through this ([`MultiCapture`](crate::collective::MultiCapture)).
+    pub(crate) fn end_capture(mut self) -> Result<Ended<'s, 'a>> {
         if self.ended_elsewhere() {
             return Err(Error::CaptureEnded { op: "CaptureGuard::finish", capture: self.id() });
         }
@@ -475,22 +487,53 @@ impl<'s, 'a> CaptureGuard<'s, 'a> {
         if nodes.memcpy > 0 {
             report.unpinned_host_copies = b.graph_host_copies(graph).unwrap_or_default();
         }
+        Ok(Ended { guard: self, graph: Some(graph), report: Some(report) })
+    }
+}
+
+/// A capture that has ended, with its driver graph not yet instantiated (see
+/// [`CaptureGuard::end_capture`]). Dropping it destroys the graph.
+pub(crate) struct Ended<'s, 'a> {
+    guard: CaptureGuard<'s, 'a>,
+    graph: Option<RawGraph>,
+    report: Option<CaptureReport>,
+}
+
+impl Drop for Ended<'_, '_> {
+    fn drop(&mut self) {
+        if let Some(g) = self.graph.take() {
+            if let Err(code) = self.guard.idle.ctx.b().graph_destroy(g) {
+                log::error!("capture-core: destroying an ended capture's graph failed: {code}");
+            }
+        }
+    }
+}
+
+impl<'a> Ended<'_, 'a> {
+    /// The second half of [`CaptureGuard::finish`]: instantiates the graph.
+    pub(crate) fn instantiate(mut self, site: CallSite) -> Result<(Graph<'a>, CaptureReport)> {
+        let ctx = self.guard.idle.ctx.clone();
+        let b = ctx.b();
+        let (Some(graph), Some(report)) = (self.graph.take(), self.report.take()) else {
+            return Err(Error::EmptyCapture);
+        };
+        let nodes = report.nodes;
         // Instantiating is refused by the driver (CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED)
         // while another Global capture, or a ThreadLocal one on this thread, is active:
         // name that capture instead (seen on the H100).
-        if let Err(e) = ctx.fail_fast("CaptureGuard::finish (cuGraphInstantiate)", CallSite::caller()) {
+        if let Err(e) = ctx.fail_fast("CaptureGuard::finish (cuGraphInstantiate)", site) {
             let _ = b.graph_destroy(graph);
             return Err(e);
         }
-        let flags = self.book.borrow().instantiate;
-        let exec = match self.instantiate(graph, &report, flags) {
+        let flags = self.guard.book.borrow().instantiate;
+        let exec = match self.guard.instantiate(graph, &report, flags) {
             Ok(e) => e,
             Err(e) => {
                 let _ = b.graph_destroy(graph);
                 return Err(e);
             }
         };
-        if !report.allocations.is_empty() && self.book.borrow().policy == AllocPolicy::Warn {
+        if !report.allocations.is_empty() && self.guard.book.borrow().policy == AllocPolicy::Warn {
             log::warn!(
                 "capture-core: capture #{} made {} allocation(s) ({} bytes) while capturing:\n{report}",
                 report.capture_id,
@@ -511,12 +554,15 @@ impl<'s, 'a> CaptureGuard<'s, 'a> {
             );
         }
         let mut g = Graph::new(ctx, graph, exec, nodes, report.capture_id);
-        g.ops = std::mem::take(&mut self.book.borrow_mut().trace);
+        g.ops = std::mem::take(&mut self.guard.book.borrow_mut().trace);
         g.ops_total = report.operations;
         g.flags = flags;
+        g.collectives = self.guard.book.borrow().collectives;
         Ok((g, report))
     }
+}
 
+impl<'s, 'a> CaptureGuard<'s, 'a> {
     /// Instantiates `graph` with `flags` (uploading into the capture's stream if asked),
     /// after checking what device launch forbids. Does not destroy `graph` on error.
     fn instantiate(&self, graph: RawGraph, report: &CaptureReport, flags: InstantiateFlags) -> Result<RawExec> {
@@ -586,6 +632,7 @@ impl<'s, 'a> CaptureGuard<'s, 'a> {
                 graph.capture_id = report.capture_id;
                 graph.ops = std::mem::take(&mut self.book.borrow_mut().trace);
                 graph.ops_total = report.operations;
+                graph.collectives = self.book.borrow().collectives;
                 Ok((GraphUpdate::InPlace, report))
             }
             Ok(false) | Err(_) => {
@@ -617,6 +664,7 @@ impl<'s, 'a> CaptureGuard<'s, 'a> {
                 graph.capture_id = report.capture_id;
                 graph.ops = std::mem::take(&mut self.book.borrow_mut().trace);
                 graph.ops_total = report.operations;
+                graph.collectives = self.book.borrow().collectives;
                 Ok((GraphUpdate::Reinstantiated, report))
             }
         }

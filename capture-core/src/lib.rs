@@ -260,6 +260,9 @@ mod blas;
 mod buffer;
 #[doc(hidden)]
 pub mod capturable_check;
+#[cfg(feature = "nccl")]
+#[cfg_attr(docsrs, doc(cfg(feature = "nccl")))]
+pub mod collective;
 mod context;
 pub mod device;
 pub mod engine;
@@ -299,8 +302,8 @@ pub use pool::CapturePool;
 pub use report::{CaptureReport, HostCopy, WatchdogReport};
 pub use scalar::DeviceScalar;
 pub use state::{
-    BeginCapture, Capturing, ContextAccess, Free, Idle, ManagedAlloc, PinnedAlloc, Query, Records, StreamState,
-    SyncAlloc, SyncCopy, Synchronize,
+    BeginCapture, Capturing, CommInit, ContextAccess, Free, Idle, ManagedAlloc, PinnedAlloc, Query, Records,
+    StreamState, SyncAlloc, SyncCopy, Synchronize,
 };
 pub use stream::Stream;
 pub use validate::{Outputs, ReplayCheck, ReplayCheckReport, Tolerance};

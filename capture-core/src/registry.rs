@@ -13,6 +13,9 @@ pub(crate) enum Deferred {
     Device(DevPtr),
     Host(HostPtr),
     Stream(RawStream),
+    /// An NCCL communicator handle.
+    #[cfg(feature = "nccl")]
+    NcclComm(usize),
 }
 
 pub(crate) struct Entry {
@@ -84,6 +87,11 @@ impl Registry {
                     Deferred::Device(p) => b.mem_free(p),
                     Deferred::Host(p) => b.host_free(p),
                     Deferred::Stream(s) => b.stream_destroy(s),
+                    #[cfg(feature = "nccl")]
+                    Deferred::NcclComm(c) => {
+                        crate::raw::nccl::destroy(c);
+                        Ok(())
+                    }
                 };
                 if let Err(code) = r {
                     log::error!("capture-core: releasing a resource deferred past a capture failed: {code}");

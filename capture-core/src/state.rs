@@ -57,6 +57,10 @@ pub trait StreamState: sealed::Sealed {
     /// capture's id (0 when not capturing), so the hot path borrows the book once.
     #[doc(hidden)]
     fn check_live(ext: &Self::Ext, op: &'static str) -> Result<u64, Error>;
+    /// The capture's book, when capturing (for work recorded later, e.g. at the end of a
+    /// collective group).
+    #[doc(hidden)]
+    fn book(ext: &Self::Ext) -> Option<Book>;
 }
 
 impl StreamState for Idle {
@@ -81,6 +85,9 @@ impl StreamState for Idle {
     #[inline(always)]
     fn check_live(_: &(), _: &'static str) -> Result<u64, Error> {
         Ok(0)
+    }
+    fn book(_: &()) -> Option<Book> {
+        None
     }
 }
 
@@ -123,6 +130,9 @@ impl StreamState for Capturing<'_> {
             b.pooled.push(raw);
         }
     }
+    fn book(ext: &Book) -> Option<Book> {
+        Some(ext.clone())
+    }
     #[inline]
     fn check_live(ext: &Book, op: &'static str) -> Result<u64, Error> {
         let b = ext.borrow();
@@ -148,6 +158,15 @@ impl StreamState for Capturing<'_> {
 pub trait Records<'a>: StreamState {}
 impl Records<'_> for Idle {}
 impl<'a> Records<'a> for Capturing<'a> {}
+
+/// Creating an NCCL communicator ([`Comm::init_all`](crate::collective::Comm::init_all)).
+#[diagnostic::on_unimplemented(
+    message = "an NCCL communicator cannot be created on a capturing stream (`{Self}`)",
+    label = "ncclCommInitAll allocates device memory and synchronizes, which fails and invalidates the capture",
+    note = "create the communicators before `capture()`; every replay reuses them"
+)]
+pub trait CommInit: sealed::Sealed {}
+impl CommInit for Idle {}
 
 /// Synchronous device allocation (`alloc_zeros`, `alloc_uninit`, `upload_new`).
 #[diagnostic::on_unimplemented(

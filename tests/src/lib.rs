@@ -105,3 +105,49 @@ macro_rules! on_both {
 
 /// cudarc's context type, for the interop tests.
 pub use cudarc::driver::CudaContext;
+
+/// `n` GPUs of this process (ordinals 0..n), or `None` (skip) when fewer are present —
+/// unless `CAPTURE_REQUIRE_GPUS` is at least `n`, where that is a failure.
+pub fn gpu_world(n: usize) -> Option<Vec<Context>> {
+    let required = std::env::var("CAPTURE_REQUIRE_GPUS").ok().and_then(|v| v.parse::<usize>().ok()).unwrap_or(0);
+    let mut out = Vec::new();
+    for i in 0..n {
+        match Context::open(i) {
+            Ok(c) => out.push(c),
+            Err(e) => {
+                if required >= n {
+                    panic!("CAPTURE_REQUIRE_GPUS={required} but GPU {i} could not be opened: {e}");
+                }
+                eprintln!("skipping a {n}-GPU test: {e}");
+                return None;
+            }
+        }
+    }
+    Some(out)
+}
+
+/// Runs a multi-device scenario on a simulated world of `n` devices (a test) and on `n`
+/// GPUs (an ignored test: `--include-ignored` on a machine with them).
+#[macro_export]
+macro_rules! on_world {
+    ($name:ident, $n:expr, $body:expr) => {
+        mod $name {
+            #[allow(unused_imports)]
+            use super::*;
+            #[test]
+            fn sim() {
+                let f: fn(Vec<capture_core::Context>) = $body;
+                f(capture_core::Context::simulated_world($n).expect("world"));
+            }
+            #[test]
+            #[ignore = "needs CUDA devices"]
+            fn gpu() {
+                let f: fn(Vec<capture_core::Context>) = $body;
+                let _serial = $crate::gpu_lock();
+                if let Some(ctxs) = $crate::gpu_world($n) {
+                    f(ctxs);
+                }
+            }
+        }
+    };
+}

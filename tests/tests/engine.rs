@@ -11,7 +11,7 @@ use capture_core::{
 };
 use capture_tests::{mem_in_use, on_both, Fixture};
 
-const ROW: usize = 256;
+const ROW: usize = if cfg!(miri) { 16 } else { 256 };
 
 struct Model {
     scale: Kernel,
@@ -58,7 +58,9 @@ on_both!(engine_struct_keeps_owned_graphs_in_a_map, |ctx: Context| {
 
 on_both!(dropping_the_users_handle_does_not_free_what_a_graph_uses, |ctx: Context| {
     let mut f = Fixture::new(ctx.clone()).unwrap();
-    const N: usize = 16 << 20; // 64 MiB of f32
+    // 64 MiB of f32 (16 KiB interpreted under Miri, where the simulated device counts exactly).
+    const N: usize = if cfg!(miri) { 4 << 10 } else { 16 << 20 };
+    let slack = if cfg!(miri) { 0 } else { 2 << 20 }; // the GPU's allocation granularity
     let before = mem_in_use(&ctx);
     let x = Arc::new(f.stream.alloc_zeros::<f32>(N).unwrap());
     let with_buffer = mem_in_use(&ctx);
@@ -81,7 +83,7 @@ on_both!(dropping_the_users_handle_does_not_free_what_a_graph_uses, |ctx: Contex
     drop(graph);
     f.stream.synchronize().unwrap();
     let after_graph = mem_in_use(&ctx);
-    assert!(after_graph + N * 4 <= after_drop + (2 << 20), "freed with the graph: {after_drop} -> {after_graph}");
+    assert!(after_graph + N * 4 <= after_drop + slack, "freed with the graph: {after_drop} -> {after_graph}");
 });
 
 on_both!(family_picks_the_smallest_bucket_pads_and_counts, |ctx: Context| {

@@ -4,6 +4,7 @@
 //! above (`Stream`, `DeviceBuffer`, `Graph`, …) hold handles and call through it; neither
 //! they nor this trait contain `unsafe`. All `unsafe` lives in `crate::raw`, which also holds the CUDA backend.
 
+pub(crate) mod coll;
 pub mod sim;
 
 #[cfg(test)]

@@ -77,6 +77,7 @@ use super::{
 use crate::error::{CallSite, DriverCode};
 
 pub(crate) mod dot;
+pub(crate) mod world;
 use crate::ptx::{self, KernelSignature};
 
 const ILLEGAL_STATE: DriverCode = DriverCode(401);
@@ -368,6 +369,10 @@ enum Node {
         ptr: u64,
     },
     Event,
+    /// An NCCL call, recorded by this rank's capture: it runs only in a launch of every
+    /// rank's graph together ([`world`]).
+    #[cfg_attr(not(feature = "nccl"), allow(dead_code))]
+    Collective(Arc<crate::device::coll::CollNode>),
 }
 
 /// What recorded a node: the library operation and where it was issued (`None` for work the
@@ -569,6 +574,8 @@ impl State {
             Node::HostCopy { dst, data } => self.mem.write(*dst, data),
             Node::Memset { dst, value, bytes } => self.mem.set(*dst, *value, *bytes),
             Node::MemAlloc { .. } | Node::MemFree { .. } | Node::Event => Ok(()),
+            // A collective waits for its peers: alone, a GPU would wait forever.
+            Node::Collective(_) => Err(ILLEGAL_STATE),
         }
     }
     /// Frees a graph allocation a launch left live (outside any graph: `cuMemFreeAsync` or
@@ -610,6 +617,9 @@ impl State {
 pub struct SimDevice {
     state: Mutex<State>,
     total: usize,
+    /// (world id, device index) when the device is one of a simulated world.
+    #[cfg_attr(not(feature = "nccl"), allow(dead_code))]
+    world: Option<(u64, usize)>,
 }
 
 impl fmt::Debug for SimDevice {
@@ -655,9 +665,102 @@ pub const SIM_HOST_MEM: usize = 2 << 40;
 
 impl SimDevice {
     pub(crate) fn new() -> Self {
-        let sim = Self { state: Mutex::new(State::default()), total: SIM_TOTAL_MEM };
+        let sim = Self { state: Mutex::new(State::default()), total: SIM_TOTAL_MEM, world: None };
         sim.register_kernel(SGEMM, sgemm_host);
         sim
+    }
+
+    /// Device `index` of the simulated world `world`.
+    #[cfg_attr(not(feature = "nccl"), allow(dead_code))]
+    pub(crate) fn in_world(world: u64, index: usize) -> Self {
+        let mut sim = Self::new();
+        sim.world = Some((world, index));
+        sim
+    }
+
+    /// (world id, device index), when the device belongs to a simulated world.
+    #[cfg_attr(not(feature = "nccl"), allow(dead_code))]
+    pub(crate) fn world(&self) -> Option<(u64, usize)> {
+        self.world
+    }
+
+    /// Reads device memory for a collective.
+    #[cfg_attr(not(feature = "nccl"), allow(dead_code))]
+    pub(crate) fn world_read(&self, addr: u64, bytes: usize) -> Result<Vec<u8>, DriverCode> {
+        let mut v = vec![0u8; bytes];
+        self.st().mem.read(addr, &mut v)?;
+        Ok(v)
+    }
+
+    /// Writes device memory for a collective.
+    #[cfg_attr(not(feature = "nccl"), allow(dead_code))]
+    pub(crate) fn world_write(&self, addr: u64, data: &[u8]) -> Result<(), DriverCode> {
+        self.st().mem.write(addr, data)
+    }
+
+    /// Records a collective on `s` if it is capturing (`Ok(true)`); `Ok(false)` when the
+    /// stream is idle and the caller runs it.
+    #[cfg_attr(not(feature = "nccl"), allow(dead_code))]
+    pub(crate) fn record_collective(
+        &self,
+        s: RawStream,
+        node: crate::device::coll::CollNode,
+    ) -> Result<bool, DriverCode> {
+        let mut st = self.st();
+        if !st.streams.contains_key(&s.0) {
+            return Err(DriverCode::INVALID_HANDLE);
+        }
+        st.record(s.0, Node::Collective(Arc::new(node)))
+    }
+
+    /// Runs executable graph `e` on `s` from node `from` up to its next collective: returns
+    /// where to continue and the run of consecutive collective nodes of one group found
+    /// there (empty once the graph is done). Part of a launch of every rank's graph
+    /// together; launch bookkeeping happens at its start and end.
+    #[cfg_attr(not(feature = "nccl"), allow(dead_code))]
+    pub(crate) fn launch_segment(
+        &self,
+        e: RawExec,
+        s: RawStream,
+        from: usize,
+    ) -> Result<(usize, Vec<crate::device::coll::CollNode>), DriverCode> {
+        let mut st = self.st();
+        let exec = st.execs.get(&e.0).ok_or(DriverCode::INVALID_HANDLE)?;
+        if from == 0 && !exec.live.is_empty() && !exec.auto_free {
+            return Err(DriverCode::INVALID_VALUE);
+        }
+        let nodes = exec.nodes.clone();
+        if !st.streams.contains_key(&s.0) || st.active_capture_of(s.0).is_some() {
+            return Err(DriverCode::INVALID_HANDLE);
+        }
+        if from == 0 {
+            let footprint = st.exec_footprint.get(&e.0).copied().unwrap_or(0);
+            let pool = &mut st.pool;
+            pool.reserved = pool.reserved.max(footprint);
+            pool.reserved_high = pool.reserved_high.max(pool.reserved);
+            pool.used_high = pool.used_high.max(footprint);
+        }
+        let mut i = from;
+        while i < nodes.len() {
+            if let Node::Collective(first) = &nodes[i] {
+                let mut run = vec![(**first).clone()];
+                i += 1;
+                while let Some(Node::Collective(c)) = nodes.get(i) {
+                    if c.group != first.group {
+                        break;
+                    }
+                    run.push((**c).clone());
+                    i += 1;
+                }
+                return Ok((i, run));
+            }
+            st.run(&nodes[i])?;
+            i += 1;
+        }
+        if let Some(x) = st.execs.get_mut(&e.0) {
+            x.live = x.unfreed.clone();
+        }
+        Ok((i, Vec::new()))
     }
 
     fn st(&self) -> MutexGuard<'_, State> {
@@ -806,7 +909,7 @@ impl Backend for SimDevice {
         "simulated device (host memory, H100 capture rules)".to_owned()
     }
     fn ordinal(&self) -> usize {
-        0
+        self.world.map_or(0, |(_, i)| i)
     }
     fn mem_info(&self) -> Result<(usize, usize), DriverCode> {
         let st = self.st();
@@ -1291,6 +1394,8 @@ impl Backend for SimDevice {
                 Node::MemAlloc { .. } => c.mem_alloc += 1,
                 Node::MemFree { .. } => c.mem_free += 1,
                 Node::Event => c.other += 1,
+                // NCCL's collectives are kernels in a GPU's graph.
+                Node::Collective(_) => c.kernels += 1,
             }
         }
         Ok(c)

@@ -14,6 +14,8 @@ pub(crate) mod blas;
 pub(crate) mod cuda;
 pub(crate) mod graph;
 pub(crate) mod interop;
+#[cfg(feature = "nccl")]
+pub(crate) mod nccl;
 
 use std::ffi::{c_void, CString};
 use std::mem::MaybeUninit;

@@ -67,6 +67,11 @@ fn describe(st: &State, n: &Node) -> (&'static str, String, &'static str) {
         }
         Node::MemFree { ptr } => ("mem free", format!("{ptr:#x}"), "#e0cffc"),
         Node::Event => ("event", "record / wait (an edge on the GPU)".to_owned(), "#e2e3e5"),
+        Node::Collective(c) => (
+            "collective",
+            format!("{} (communicator #{}, rank {} of {})", c.call.name(), c.comm, c.rank, c.nranks),
+            "#f8d7da",
+        ),
     }
 }
 

@@ -1,0 +1,85 @@
+//! Collective calls as plain data: what the safe layer checked and hands to NCCL (on a GPU)
+//! or to the simulated world (on the simulated device).
+#![cfg_attr(not(feature = "nccl"), allow(dead_code))]
+
+/// Element types of collectives (not public API: named only by the sealed `NcclElem`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+#[doc(hidden)]
+pub enum Dtype {
+    I32,
+    U32,
+    I64,
+    U64,
+    F16,
+    Bf16,
+    F32,
+    F64,
+    U8,
+}
+
+impl Dtype {
+    /// Bytes per element.
+    pub(crate) fn size(self) -> usize {
+        match self {
+            Dtype::U8 => 1,
+            Dtype::F16 | Dtype::Bf16 => 2,
+            Dtype::I32 | Dtype::U32 | Dtype::F32 => 4,
+            Dtype::I64 | Dtype::U64 | Dtype::F64 => 8,
+        }
+    }
+}
+
+/// Reductions.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Op {
+    Sum,
+    Prod,
+    Max,
+    Min,
+    Avg,
+}
+
+/// One NCCL call: device addresses, element count, type, and the rank arguments.
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub(crate) enum Call {
+    AllReduce { send: u64, recv: u64, count: usize, dtype: Dtype, op: Op },
+    Broadcast { send: u64, recv: u64, count: usize, dtype: Dtype, root: i32 },
+    Reduce { send: u64, recv: u64, count: usize, dtype: Dtype, op: Op, root: i32 },
+    AllGather { send: u64, recv: u64, count: usize, dtype: Dtype },
+    ReduceScatter { send: u64, recv: u64, count: usize, dtype: Dtype, op: Op },
+    Send { send: u64, count: usize, dtype: Dtype, peer: i32 },
+    Recv { recv: u64, count: usize, dtype: Dtype, peer: i32 },
+}
+
+impl Call {
+    /// The NCCL function's name.
+    pub(crate) fn name(&self) -> &'static str {
+        match self {
+            Call::AllReduce { .. } => "ncclAllReduce",
+            Call::Broadcast { .. } => "ncclBroadcast",
+            Call::Reduce { .. } => "ncclReduce",
+            Call::AllGather { .. } => "ncclAllGather",
+            Call::ReduceScatter { .. } => "ncclReduceScatter",
+            Call::Send { .. } => "ncclSend",
+            Call::Recv { .. } => "ncclRecv",
+        }
+    }
+    /// Whether it is point-to-point (send or receive).
+    pub(crate) fn is_p2p(&self) -> bool {
+        matches!(self, Call::Send { .. } | Call::Recv { .. })
+    }
+}
+
+/// A collective as one rank's simulated graph records it.
+#[derive(Clone, Debug)]
+pub(crate) struct CollNode {
+    /// The communicator (unique in the process).
+    pub comm: u64,
+    /// This rank, and the communicator's size.
+    pub rank: usize,
+    pub nranks: usize,
+    /// The group the call was issued in (unique in the process): a rank's consecutive
+    /// nodes of one group run together.
+    pub group: u64,
+    pub call: Call,
+}

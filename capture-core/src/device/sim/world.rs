@@ -1,0 +1,349 @@
+//! A simulated world of several devices in one process: collectives that really move host
+//! memory between the simulated devices' address spaces.
+//!
+//! Each rank hands in the calls of one NCCL group (eagerly, or a replay reaching a run of
+//! collective nodes of one group); [`execute`] matches them across ranks the way NCCL does —
+//! the k-th collective of every rank of a communicator together, each send with the
+//! receive of its peer in order — checks they agree, and performs them. Reductions run in
+//! the element type, in rank order (NCCL's order differs, so floating-point sums can differ
+//! in the last bits from a GPU's).
+#![cfg_attr(not(feature = "nccl"), allow(dead_code))]
+
+use std::collections::BTreeMap;
+
+use super::SimDevice;
+use crate::device::coll::{Call, CollNode, Dtype, Op};
+
+/// Why a simulated group could not run.
+#[derive(Debug)]
+pub(crate) enum WorldError {
+    /// The ranks' calls do not match (what NCCL would hang on, or compute garbage with).
+    Mismatch(String),
+    /// A reduction the simulated device does not model.
+    NotModelled(String),
+    /// A buffer address outside its device's allocations.
+    Fault(String),
+}
+
+fn read(dev: &SimDevice, addr: u64, bytes: usize) -> Result<Vec<u8>, WorldError> {
+    dev.world_read(addr, bytes).map_err(|_| WorldError::Fault(format!("{bytes} bytes at {addr:#x}")))
+}
+
+fn write(dev: &SimDevice, addr: u64, data: &[u8]) -> Result<(), WorldError> {
+    dev.world_write(addr, data).map_err(|_| WorldError::Fault(format!("{} bytes at {addr:#x}", data.len())))
+}
+
+fn bf16_to_f32(b: u16) -> f32 {
+    f32::from_bits(u32::from(b) << 16)
+}
+
+fn f32_to_bf16(x: f32) -> u16 {
+    let bits = x.to_bits();
+    if x.is_nan() {
+        return ((bits >> 16) as u16) | 0x40;
+    }
+    // Round to nearest, ties to even, on the 16 bits dropped.
+    let round = 0x7fff + ((bits >> 16) & 1);
+    ((bits.wrapping_add(round)) >> 16) as u16
+}
+
+macro_rules! fold {
+    ($t:ty, $parts:expr, $op:expr, $n:expr, $add:ident, $mul:ident) => {{
+        let parts: Vec<&[$t]> = $parts.iter().map(|p| bytemuck::cast_slice::<u8, $t>(p)).collect();
+        let mut out: Vec<$t> = parts[0].to_vec();
+        for p in &parts[1..] {
+            for (o, v) in out.iter_mut().zip(p.iter()) {
+                *o = match $op {
+                    Op::Sum | Op::Avg => $add(*o, *v),
+                    Op::Prod => $mul(*o, *v),
+                    Op::Max => {
+                        if *v > *o {
+                            *v
+                        } else {
+                            *o
+                        }
+                    }
+                    Op::Min => {
+                        if *v < *o {
+                            *v
+                        } else {
+                            *o
+                        }
+                    }
+                };
+            }
+        }
+        if $op == Op::Avg {
+            // n is at most 64 (a world's size), so it fits every element type.
+            let n = $n as $t;
+            for o in out.iter_mut() {
+                *o /= n;
+            }
+        }
+        bytemuck::cast_slice::<$t, u8>(&out).to_vec()
+    }};
+}
+
+// Integer sums and products wrap, as on the GPU; floats follow IEEE arithmetic.
+fn fadd<T: std::ops::Add<Output = T>>(a: T, b: T) -> T {
+    a + b
+}
+fn fmul<T: std::ops::Mul<Output = T>>(a: T, b: T) -> T {
+    a * b
+}
+macro_rules! wrapping {
+    ($($t:ty: $add:ident, $mul:ident);*) => {$(
+        fn $add(a: $t, b: $t) -> $t {
+            a.wrapping_add(b)
+        }
+        fn $mul(a: $t, b: $t) -> $t {
+            a.wrapping_mul(b)
+        }
+    )*};
+}
+wrapping!(i32: add_i32, mul_i32; u32: add_u32, mul_u32; i64: add_i64, mul_i64; u64: add_u64, mul_u64; u8: add_u8, mul_u8);
+
+/// Reduces equal-length byte vectors of `dtype` elementwise, in rank order.
+fn reduce(parts: &[Vec<u8>], dtype: Dtype, op: Op) -> Result<Vec<u8>, WorldError> {
+    let n = parts.len();
+    Ok(match dtype {
+        Dtype::F32 => fold!(f32, parts, op, n, fadd, fmul),
+        Dtype::F64 => fold!(f64, parts, op, n, fadd, fmul),
+        Dtype::I32 => fold!(i32, parts, op, n, add_i32, mul_i32),
+        Dtype::U32 => fold!(u32, parts, op, n, add_u32, mul_u32),
+        Dtype::I64 => fold!(i64, parts, op, n, add_i64, mul_i64),
+        Dtype::U64 => fold!(u64, parts, op, n, add_u64, mul_u64),
+        Dtype::U8 => fold!(u8, parts, op, n, add_u8, mul_u8),
+        Dtype::Bf16 => {
+            let widened: Vec<Vec<u8>> = parts
+                .iter()
+                .map(|p| {
+                    let v: Vec<f32> = bytemuck::cast_slice::<u8, u16>(p).iter().map(|&b| bf16_to_f32(b)).collect();
+                    bytemuck::cast_slice::<f32, u8>(&v).to_vec()
+                })
+                .collect();
+            let r = fold!(f32, widened, op, n, fadd, fmul);
+            let v: Vec<u16> = bytemuck::cast_slice::<u8, f32>(&r).iter().map(|&x| f32_to_bf16(x)).collect();
+            bytemuck::cast_slice::<u16, u8>(&v).to_vec()
+        }
+        Dtype::F16 => {
+            return Err(WorldError::NotModelled(
+                "f16 reductions are not modelled on the simulated device (copies are); use bf16 or f32 there, or run on a GPU"
+                    .into(),
+            ))
+        }
+    })
+}
+
+/// One rank's calls in a group, on its device.
+pub(crate) struct RankCalls<'d> {
+    pub dev: &'d SimDevice,
+    pub nodes: Vec<CollNode>,
+}
+
+/// Performs one group's calls across the ranks that issued them.
+pub(crate) fn execute(ranks: &[RankCalls<'_>]) -> Result<(), WorldError> {
+    // Per communicator: each rank's collectives and point-to-point calls, in order.
+    type PerRank<'a> = BTreeMap<usize, (&'a SimDevice, Vec<Call>, Vec<Call>)>;
+    let mut comms: BTreeMap<u64, (usize, PerRank<'_>)> = BTreeMap::new();
+    for r in ranks {
+        for n in &r.nodes {
+            let entry = comms.entry(n.comm).or_insert_with(|| (n.nranks, BTreeMap::new()));
+            let (_, colls, p2p) = entry.1.entry(n.rank).or_insert_with(|| (r.dev, Vec::new(), Vec::new()));
+            if n.call.is_p2p() {
+                p2p.push(n.call);
+            } else {
+                colls.push(n.call);
+            }
+        }
+    }
+    for (comm, (nranks, per_rank)) in &comms {
+        let any_coll = per_rank.values().any(|(_, c, _)| !c.is_empty());
+        if any_coll {
+            if per_rank.len() != *nranks {
+                return Err(WorldError::Mismatch(format!(
+                    "communicator #{comm}: {} of its {nranks} ranks issued collectives in this group; every rank must take part",
+                    per_rank.len()
+                )));
+            }
+            let k = per_rank.values().next().map_or(0, |(_, c, _)| c.len());
+            if per_rank.values().any(|(_, c, _)| c.len() != k) {
+                return Err(WorldError::Mismatch(format!(
+                    "communicator #{comm}: the ranks issued different numbers of collectives in this group"
+                )));
+            }
+            for i in 0..k {
+                let calls: Vec<(&SimDevice, Call)> = per_rank.values().map(|(d, c, _)| (*d, c[i])).collect();
+                collective(*comm, &calls)?;
+            }
+        }
+        point_to_point(*comm, per_rank)?;
+    }
+    Ok(())
+}
+
+fn shape(c: &Call) -> (std::mem::Discriminant<Call>, usize, Dtype, Option<Op>, i32) {
+    let d = std::mem::discriminant(c);
+    match *c {
+        Call::AllReduce { count, dtype, op, .. } | Call::ReduceScatter { count, dtype, op, .. } => {
+            (d, count, dtype, Some(op), -1)
+        }
+        Call::Reduce { count, dtype, op, root, .. } => (d, count, dtype, Some(op), root),
+        Call::Broadcast { count, dtype, root, .. } => (d, count, dtype, None, root),
+        Call::AllGather { count, dtype, .. } => (d, count, dtype, None, -1),
+        Call::Send { count, dtype, peer, .. } | Call::Recv { count, dtype, peer, .. } => (d, count, dtype, None, peer),
+    }
+}
+
+/// One collective over all ranks of a communicator, rank `i` at `calls[i]`.
+fn collective(comm: u64, calls: &[(&SimDevice, Call)]) -> Result<(), WorldError> {
+    let first = shape(&calls[0].1);
+    if calls.iter().any(|(_, c)| shape(c) != first) {
+        return Err(WorldError::Mismatch(format!(
+            "communicator #{comm}: the ranks' calls differ ({}): the same collective with the same count, type, operation and root on every rank",
+            calls.iter().map(|(_, c)| format!("{c:?}")).collect::<Vec<_>>().join(" / ")
+        )));
+    }
+    let n = calls.len();
+    match calls[0].1 {
+        Call::AllReduce { count, dtype, op, .. } => {
+            let bytes = count * dtype.size();
+            let parts = calls
+                .iter()
+                .map(|(d, c)| match c {
+                    Call::AllReduce { send, .. } => read(d, *send, bytes),
+                    _ => unreachable_shape(),
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            let out = reduce(&parts, dtype, op)?;
+            for (d, c) in calls {
+                if let Call::AllReduce { recv, .. } = c {
+                    write(d, *recv, &out)?;
+                }
+            }
+        }
+        Call::Reduce { count, dtype, op, root, .. } => {
+            let bytes = count * dtype.size();
+            let parts = calls
+                .iter()
+                .map(|(d, c)| match c {
+                    Call::Reduce { send, .. } => read(d, *send, bytes),
+                    _ => unreachable_shape(),
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            let out = reduce(&parts, dtype, op)?;
+            if let (d, Call::Reduce { recv, .. }) = &calls[root as usize] {
+                write(d, *recv, &out)?;
+            }
+        }
+        Call::Broadcast { count, dtype, root, .. } => {
+            let bytes = count * dtype.size();
+            let data = match &calls[root as usize] {
+                (d, Call::Broadcast { send, .. }) => read(d, *send, bytes)?,
+                _ => return unreachable_shape(),
+            };
+            for (d, c) in calls {
+                if let Call::Broadcast { recv, .. } = c {
+                    write(d, *recv, &data)?;
+                }
+            }
+        }
+        Call::AllGather { count, dtype, .. } => {
+            let bytes = count * dtype.size();
+            let mut all = Vec::with_capacity(bytes * n);
+            for (d, c) in calls {
+                if let Call::AllGather { send, .. } = c {
+                    all.extend(read(d, *send, bytes)?);
+                }
+            }
+            for (d, c) in calls {
+                if let Call::AllGather { recv, .. } = c {
+                    write(d, *recv, &all)?;
+                }
+            }
+        }
+        Call::ReduceScatter { count, dtype, op, .. } => {
+            let chunk = count * dtype.size();
+            let parts = calls
+                .iter()
+                .map(|(d, c)| match c {
+                    Call::ReduceScatter { send, .. } => read(d, *send, chunk * n),
+                    _ => unreachable_shape(),
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            let out = reduce(&parts, dtype, op)?;
+            for (r, (d, c)) in calls.iter().enumerate() {
+                if let Call::ReduceScatter { recv, .. } = c {
+                    write(d, *recv, &out[r * chunk..(r + 1) * chunk])?;
+                }
+            }
+        }
+        Call::Send { .. } | Call::Recv { .. } => {}
+    }
+    Ok(())
+}
+
+fn unreachable_shape<T>() -> Result<T, WorldError> {
+    Err(WorldError::Mismatch("internal: calls of one shape differ in kind".into()))
+}
+
+/// Matches each rank's sends with its peers' receives, in order, and copies.
+fn point_to_point(comm: u64, per_rank: &BTreeMap<usize, (&SimDevice, Vec<Call>, Vec<Call>)>) -> Result<(), WorldError> {
+    // (from, to) -> (address, count, type) of each message, in issue order.
+    type Messages = BTreeMap<(usize, usize), Vec<(u64, usize, Dtype)>>;
+    let mut sends: Messages = BTreeMap::new();
+    let mut recvs: Messages = BTreeMap::new();
+    for (rank, (_, _, p2p)) in per_rank {
+        for c in p2p {
+            match *c {
+                Call::Send { send, count, dtype, peer } => {
+                    sends.entry((*rank, peer as usize)).or_default().push((send, count, dtype))
+                }
+                Call::Recv { recv, count, dtype, peer } => {
+                    recvs.entry((peer as usize, *rank)).or_default().push((recv, count, dtype))
+                }
+                _ => {}
+            }
+        }
+    }
+    let keys: std::collections::BTreeSet<(usize, usize)> = sends.keys().chain(recvs.keys()).copied().collect();
+    for (from, to) in keys {
+        let s = sends.get(&(from, to)).map_or(&[][..], |v| &v[..]);
+        let r = recvs.get(&(from, to)).map_or(&[][..], |v| &v[..]);
+        if s.len() != r.len() {
+            return Err(WorldError::Mismatch(format!(
+                "communicator #{comm}: rank {from} sends {} message(s) to rank {to}, which receives {}; every send needs its receive in the same group",
+                s.len(),
+                r.len()
+            )));
+        }
+        let (Some((src_dev, _, _)), Some((dst_dev, _, _))) = (per_rank.get(&from), per_rank.get(&to)) else {
+            return Err(WorldError::Mismatch(format!("communicator #{comm}: rank {from} or {to} is not in the group")));
+        };
+        for ((sa, sc, sd), (ra, rc, rd)) in s.iter().zip(r) {
+            if sc != rc || sd != rd {
+                return Err(WorldError::Mismatch(format!(
+                    "communicator #{comm}: rank {from} sends {sc} x {sd:?} to rank {to}, which receives {rc} x {rd:?}"
+                )));
+            }
+            let data = read(src_dev, *sa, sc * sd.size())?;
+            write(dst_dev, *ra, &data)?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{bf16_to_f32, f32_to_bf16};
+
+    #[test]
+    fn bf16_rounds_to_nearest_even() {
+        for x in [0.0f32, 1.0, -2.5, 3.140625, 1e-3, 65504.0] {
+            let b = f32_to_bf16(x);
+            assert!((bf16_to_f32(b) - x).abs() <= x.abs() / 128.0, "{x}");
+        }
+        // 1 + 2^-8 is halfway between 1 and 1 + 2^-7: ties to even (1.0).
+        assert_eq!(f32_to_bf16(1.0 + 1.0 / 256.0), f32_to_bf16(1.0));
+    }
+}
