@@ -47,10 +47,21 @@ fn f32_to_bf16(x: f32) -> u16 {
     ((bits.wrapping_add(round)) >> 16) as u16
 }
 
+/// The elements of `T` in `bytes`, copied into a vector of `T` (a byte vector need not be
+/// aligned for `T`, so it is not cast in place: Miri caught that).
+fn elements<T: bytemuck::Pod>(bytes: &[u8]) -> Vec<T> {
+    let size = std::mem::size_of::<T>().max(1);
+    let mut v = vec![T::zeroed(); bytes.len() / size];
+    let n = v.len() * size;
+    bytemuck::cast_slice_mut::<T, u8>(&mut v).copy_from_slice(&bytes[..n]);
+    v
+}
+
 macro_rules! fold {
     ($t:ty, $parts:expr, $op:expr, $n:expr, $add:ident, $mul:ident) => {{
-        let parts: Vec<&[$t]> = $parts.iter().map(|p| bytemuck::cast_slice::<u8, $t>(p)).collect();
-        let mut out: Vec<$t> = parts[0].to_vec();
+        // Copied out (not cast in place): a byte vector need not be aligned for `$t`.
+        let parts: Vec<Vec<$t>> = $parts.iter().map(|p| elements::<$t>(p)).collect();
+        let mut out: Vec<$t> = parts[0].clone();
         for p in &parts[1..] {
             for (o, v) in out.iter_mut().zip(p.iter()) {
                 *o = match $op {
@@ -118,12 +129,13 @@ fn reduce(parts: &[Vec<u8>], dtype: Dtype, op: Op) -> Result<Vec<u8>, WorldError
             let widened: Vec<Vec<u8>> = parts
                 .iter()
                 .map(|p| {
-                    let v: Vec<f32> = bytemuck::cast_slice::<u8, u16>(p).iter().map(|&b| bf16_to_f32(b)).collect();
+                    let v: Vec<f32> =
+                        elements::<u16>(p).iter().map(|&b| bf16_to_f32(b)).collect();
                     bytemuck::cast_slice::<f32, u8>(&v).to_vec()
                 })
                 .collect();
             let r = fold!(f32, widened, op, n, fadd, fmul);
-            let v: Vec<u16> = bytemuck::cast_slice::<u8, f32>(&r).iter().map(|&x| f32_to_bf16(x)).collect();
+            let v: Vec<u16> = elements::<f32>(&r).iter().map(|&x| f32_to_bf16(x)).collect();
             bytemuck::cast_slice::<u16, u8>(&v).to_vec()
         }
         Dtype::F16 => {
