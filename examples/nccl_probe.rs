@@ -10,6 +10,9 @@
 //! of two devices (it says which). Inputs reach the graph through pinned buffers copied in
 //! the graph (`upload_async`), so each replay reads what the host wrote just before it.
 
+// Ranks index several parallel vectors (streams, communicators, buffers) at once.
+#![allow(clippy::needless_range_loop)]
+
 use std::io::Write;
 use std::time::Instant;
 
