@@ -7,7 +7,7 @@
 //! of the same (unsplit) weights, and the step is timed eager vs replayed.
 //!
 //! ```text
-//! cargo run --release --example 07_tensor_parallel [-- STEPS]
+//! cargo run --release --example 07_tensor_parallel [-- STEPS [TOKENS]]
 //! ```
 //! Two GPUs when present (NCCL; keep `NCCL_NVLS_ENABLE=0`), else a simulated world of two
 //! devices. The elementwise op is `scale_f32` (×0.5) from the shipped kernels: the split is
@@ -26,7 +26,6 @@ use capture_core::{
 
 const H: usize = 1024; // model width
 const F: usize = 4096; // MLP width
-const B: usize = 8; // tokens in the decode step
 
 /// Deterministic weights in [-0.05, 0.05).
 fn weights(len: usize, seed: u64) -> Vec<f32> {
@@ -41,8 +40,8 @@ fn weights(len: usize, seed: u64) -> Vec<f32> {
         .collect()
 }
 
-fn input(step: usize) -> Vec<f32> {
-    (0..H * B).map(|i| (((i * 31 + step * 17) % 101) as f32 - 50.0) / 50.0).collect()
+fn input(step: usize, b: usize) -> Vec<f32> {
+    (0..H * b).map(|i| (((i * 31 + step * 17) % 101) as f32 - 50.0) / 50.0).collect()
 }
 
 /// One rank's shard and work buffers.
@@ -55,16 +54,17 @@ struct Rank {
     x: DeviceBuffer<f32>, // [H x B]
     z: DeviceBuffer<f32>, // [F/2 x B]
     p: DeviceBuffer<f32>, // [H x B], partial output, then (all-reduced) the output
+    b: usize,             // tokens (B)
 }
 
 /// The rank's part of the step, on either stream state: x <- pinned input; z = W1_r x;
 /// z *= 0.5; p = W2_r z. The all-reduce follows, in the group.
 fn shard_step<'a, S: capture_core::Records<'a>>(s: &mut Stream<S>, r: &'a Rank) -> Result<()> {
-    let f = F / 2;
+    let (f, b) = (F / 2, r.b);
     s.upload_async(&r.x, &r.x_host)?;
-    r.blas.sgemm(s, Transpose::No, Transpose::No, (f, B, H), 1.0, (&r.w1, f), (&r.x, H), 0.0, (&r.z, f))?;
-    s.launch(&r.scale, LaunchConfig::for_num_elems((f * B) as u32), (&r.z, &r.z, 0.5f32, (f * B) as u32))?;
-    r.blas.sgemm(s, Transpose::No, Transpose::No, (H, B, f), 1.0, (&r.w2, H), (&r.z, f), 0.0, (&r.p, H))
+    r.blas.sgemm(s, Transpose::No, Transpose::No, (f, b, H), 1.0, (&r.w1, f), (&r.x, H), 0.0, (&r.z, f))?;
+    s.launch(&r.scale, LaunchConfig::for_num_elems((f * b) as u32), (&r.z, &r.z, 0.5f32, (f * b) as u32))?;
+    r.blas.sgemm(s, Transpose::No, Transpose::No, (H, b, f), 1.0, (&r.w2, H), (&r.z, f), 0.0, (&r.p, H))
 }
 
 fn main() -> Result<()> {
@@ -82,6 +82,9 @@ fn main() -> Result<()> {
     };
     let gpu = ctxs[0].kind() == DeviceKind::Cuda;
     let steps: usize = std::env::args().nth(1).and_then(|s| s.parse().ok()).unwrap_or(if gpu { 200 } else { 10 });
+    // Tokens in the decode step: the all-reduce moves H x b f32 (b = 1: 4 KiB).
+    let b: usize = std::env::args().nth(2).and_then(|s| s.parse().ok()).unwrap_or(8).max(1);
+    println!("H = {H}, F = {F}, {b} token(s): all-reduce of {} KiB per step", H * b * 4 / 1024);
     if gpu {
         println!("devices: {} x2, NCCL {}", ctxs[0].name(), capture_core::collective::nccl_version()?);
     }
@@ -101,10 +104,11 @@ fn main() -> Result<()> {
             scale: module.kernel("scale_f32")?,
             w1: s.upload_new(&w1_shard)?,
             w2: s.upload_new(&w2_shard)?,
-            x_host: s.alloc_pinned::<f32>(H * B)?,
-            x: s.alloc_zeros::<f32>(H * B)?,
-            z: s.alloc_zeros::<f32>(f * B)?,
-            p: s.alloc_zeros::<f32>(H * B)?,
+            x_host: s.alloc_pinned::<f32>(H * b)?,
+            x: s.alloc_zeros::<f32>(H * b)?,
+            z: s.alloc_zeros::<f32>(f * b)?,
+            p: s.alloc_zeros::<f32>(H * b)?,
+            b,
         });
     }
     // The single-device reference, on device 0 with the whole weights.
@@ -112,18 +116,18 @@ fn main() -> Result<()> {
     let ref_blas = Blas::new(s0, Blas::DEFAULT_WORKSPACE)?;
     let ref_scale = s0.context().load_module(kernels::CHAIN_PTX)?.kernel("scale_f32")?;
     let (rw1, rw2) = (s0.upload_new(&w1)?, s0.upload_new(&w2)?);
-    let (rx, rz, ry) = (s0.alloc_zeros::<f32>(H * B)?, s0.alloc_zeros::<f32>(F * B)?, s0.alloc_zeros::<f32>(H * B)?);
+    let (rx, rz, ry) = (s0.alloc_zeros::<f32>(H * b)?, s0.alloc_zeros::<f32>(F * b)?, s0.alloc_zeros::<f32>(H * b)?);
     let reference = |s: &mut Stream, x: &[f32]| -> Result<Vec<f32>> {
         s.upload(&rx, x)?;
-        ref_blas.sgemm(s, Transpose::No, Transpose::No, (F, B, H), 1.0, (&rw1, F), (&rx, H), 0.0, (&rz, F))?;
-        s.launch(&ref_scale, LaunchConfig::for_num_elems((F * B) as u32), (&rz, &rz, 0.5f32, (F * B) as u32))?;
-        ref_blas.sgemm(s, Transpose::No, Transpose::No, (H, B, F), 1.0, (&rw2, H), (&rz, F), 0.0, (&ry, H))?;
+        ref_blas.sgemm(s, Transpose::No, Transpose::No, (F, b, H), 1.0, (&rw1, F), (&rx, H), 0.0, (&rz, F))?;
+        s.launch(&ref_scale, LaunchConfig::for_num_elems((F * b) as u32), (&rz, &rz, 0.5f32, (F * b) as u32))?;
+        ref_blas.sgemm(s, Transpose::No, Transpose::No, (H, b, F), 1.0, (&rw2, H), (&rz, F), 0.0, (&ry, H))?;
         s.download(&ry)
     };
 
     // Eager tensor-parallel steps: warm-up (NCCL connects lazily) and the eager timing.
     let eager_step = |streams: &mut [Stream], ranks: &[Rank], step: usize| -> Result<()> {
-        let x = input(step);
+        let x = input(step, b);
         let mut g = Group::new();
         for (i, (s, r)) in streams.iter_mut().zip(ranks).enumerate() {
             r.x_host.write(&x)?;
@@ -164,7 +168,7 @@ fn main() -> Result<()> {
     let mut worst = 0f32;
     let mut replay_s = 0f64;
     for step in 0..steps {
-        let x = input(1000 + step);
+        let x = input(1000 + step, b);
         for r in &ranks {
             r.x_host.write(&x)?;
         }
