@@ -61,6 +61,11 @@ impl Default for Group<'_> {
     }
 }
 
+/// The NCCL element type of `T`.
+fn dtype<T: NcclElem>() -> crate::device::coll::Dtype {
+    <T as crate::collective::comm::sealed::Sealed>::DTYPE
+}
+
 fn elems<M: DeviceMemory + ?Sized>(m: &M) -> (u64, usize, crate::interop::MemCtx) {
     let r = m.mem_ref();
     (r.ptr, r.len, r.ctx)
@@ -137,13 +142,7 @@ impl<'g> Group<'g> {
         if sn != rn {
             return Err(Error::LengthMismatch { op: "Group::all_reduce", dst: rn, src: sn });
         }
-        let call = Call::AllReduce {
-            send: s,
-            recv: r,
-            count: sn,
-            dtype: <T as crate::collective::comm::sealed::Sealed>::DTYPE,
-            op: op.raw(),
-        };
+        let call = Call::AllReduce { send: s, recv: r, count: sn, dtype: dtype::<T>(), op: op.raw() };
         self.push(stream, comm, "Group::all_reduce", CallSite::caller(), &[(s, sc), (r, rc)], call)
     }
 
@@ -173,13 +172,7 @@ impl<'g> Group<'g> {
         if sn != rn {
             return Err(Error::LengthMismatch { op: "Group::broadcast", dst: rn, src: sn });
         }
-        let call = Call::Broadcast {
-            send: s,
-            recv: r,
-            count: sn,
-            dtype: <T as crate::collective::comm::sealed::Sealed>::DTYPE,
-            root: root as i32,
-        };
+        let call = Call::Broadcast { send: s, recv: r, count: sn, dtype: dtype::<T>(), root: root as i32 };
         self.push(stream, comm, "Group::broadcast", CallSite::caller(), &[(s, sc), (r, rc)], call)
     }
 
@@ -211,14 +204,7 @@ impl<'g> Group<'g> {
         if sn != rn {
             return Err(Error::LengthMismatch { op: "Group::reduce", dst: rn, src: sn });
         }
-        let call = Call::Reduce {
-            send: s,
-            recv: r,
-            count: sn,
-            dtype: <T as crate::collective::comm::sealed::Sealed>::DTYPE,
-            op: op.raw(),
-            root: root as i32,
-        };
+        let call = Call::Reduce { send: s, recv: r, count: sn, dtype: dtype::<T>(), op: op.raw(), root: root as i32 };
         self.push(stream, comm, "Group::reduce", CallSite::caller(), &[(s, sc), (r, rc)], call)
     }
 
@@ -245,12 +231,7 @@ impl<'g> Group<'g> {
         if rn != sn.saturating_mul(comm.nranks) {
             return Err(Error::LengthMismatch { op: "Group::all_gather", dst: rn, src: sn * comm.nranks });
         }
-        let call = Call::AllGather {
-            send: s,
-            recv: r,
-            count: sn,
-            dtype: <T as crate::collective::comm::sealed::Sealed>::DTYPE,
-        };
+        let call = Call::AllGather { send: s, recv: r, count: sn, dtype: dtype::<T>() };
         self.push(stream, comm, "Group::all_gather", CallSite::caller(), &[(s, sc), (r, rc)], call)
     }
 
@@ -278,13 +259,7 @@ impl<'g> Group<'g> {
         if sn != rn.saturating_mul(comm.nranks) {
             return Err(Error::LengthMismatch { op: "Group::reduce_scatter", dst: rn * comm.nranks, src: sn });
         }
-        let call = Call::ReduceScatter {
-            send: s,
-            recv: r,
-            count: rn,
-            dtype: <T as crate::collective::comm::sealed::Sealed>::DTYPE,
-            op: op.raw(),
-        };
+        let call = Call::ReduceScatter { send: s, recv: r, count: rn, dtype: dtype::<T>(), op: op.raw() };
         self.push(stream, comm, "Group::reduce_scatter", CallSite::caller(), &[(s, sc), (r, rc)], call)
     }
 
@@ -308,12 +283,7 @@ impl<'g> Group<'g> {
     {
         check_rank("Group::send", "peer", peer, comm)?;
         let (s, sn, sc) = elems(send);
-        let call = Call::Send {
-            send: s,
-            count: sn,
-            dtype: <T as crate::collective::comm::sealed::Sealed>::DTYPE,
-            peer: peer as i32,
-        };
+        let call = Call::Send { send: s, count: sn, dtype: dtype::<T>(), peer: peer as i32 };
         self.push(stream, comm, "Group::send", CallSite::caller(), &[(s, sc)], call)
     }
 
@@ -336,12 +306,7 @@ impl<'g> Group<'g> {
     {
         check_rank("Group::recv", "peer", peer, comm)?;
         let (r, rn, rc) = elems(recv);
-        let call = Call::Recv {
-            recv: r,
-            count: rn,
-            dtype: <T as crate::collective::comm::sealed::Sealed>::DTYPE,
-            peer: peer as i32,
-        };
+        let call = Call::Recv { recv: r, count: rn, dtype: dtype::<T>(), peer: peer as i32 };
         self.push(stream, comm, "Group::recv", CallSite::caller(), &[(r, rc)], call)
     }
 
