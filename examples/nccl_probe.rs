@@ -58,7 +58,27 @@ impl Elem for i32 {
     }
 }
 
-/// Rank r's input element i in round k: small integers, exact in every type.
+impl Elem for capture_core::collective::F16 {
+    const NAME: &'static str = "f16";
+    fn from_f64(x: f64) -> Self {
+        Self::from_f32(x as f32)
+    }
+    fn to_f64(self) -> f64 {
+        f64::from(self.to_f32())
+    }
+}
+impl Elem for capture_core::collective::Bf16 {
+    const NAME: &'static str = "bf16";
+    fn from_f64(x: f64) -> Self {
+        Self::from_f32(x as f32)
+    }
+    fn to_f64(self) -> f64 {
+        f64::from(self.to_f32())
+    }
+}
+
+/// Rank r's input element i in round k: small integers, exact in every type (their sums over
+/// two ranks too: below 256, exact even in bf16).
 fn input(r: usize, i: usize, k: usize) -> f64 {
     ((r * 7 + i * 3 + k * 11) % 97) as f64
 }
@@ -238,6 +258,8 @@ fn main() -> Result<()> {
             for mode in [CaptureMode::Global, CaptureMode::ThreadLocal, CaptureMode::Relaxed] {
                 rows.push(probe::<f32>(coll, bytes, mode, rounds, &mut streams, &comms)?);
                 rows.push(probe::<i32>(coll, bytes, mode, rounds, &mut streams, &comms)?);
+                rows.push(probe::<capture_core::collective::Bf16>(coll, bytes, mode, rounds, &mut streams, &comms)?);
+                rows.push(probe::<capture_core::collective::F16>(coll, bytes, mode, rounds, &mut streams, &comms)?);
             }
         }
     }

@@ -270,6 +270,7 @@ mod error;
 mod event;
 mod graph;
 mod guard;
+mod half;
 mod interop;
 pub mod kernels;
 mod module;

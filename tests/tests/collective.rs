@@ -269,3 +269,32 @@ fn eight_simulated_devices_all_reduce() {
     g.launch().unwrap();
     assert_eq!(w.streams[7].download(&y[7]).unwrap()[0], 3.5);
 }
+
+on_world!(half_precision_all_reduce_and_gather, 2, |ctxs: Vec<Context>| {
+    use capture_core::collective::{Bf16, F16};
+    let mut w = world(ctxs);
+    let n = w.ctxs.len();
+    // Small integers and halves: exact in both formats, and so are their sums.
+    let vals = |r: usize| (0..256).map(|i| (i % 64) as f32 * 0.5 + r as f32).collect::<Vec<f32>>();
+    let xh: Vec<DeviceBuffer<F16>> = (0..n)
+        .map(|r| w.streams[r].upload_new(&vals(r).into_iter().map(F16::from_f32).collect::<Vec<_>>()).unwrap())
+        .collect();
+    let yh: Vec<DeviceBuffer<F16>> = (0..n).map(|r| w.streams[r].alloc_zeros::<F16>(256).unwrap()).collect();
+    let xb: Vec<DeviceBuffer<Bf16>> = (0..n)
+        .map(|r| w.streams[r].upload_new(&vals(r).into_iter().map(Bf16::from_f32).collect::<Vec<_>>()).unwrap())
+        .collect();
+    let gb: Vec<DeviceBuffer<Bf16>> = (0..n).map(|r| w.streams[r].alloc_zeros::<Bf16>(256 * n).unwrap()).collect();
+    let mut g = Group::new();
+    for r in 0..n {
+        g.all_reduce(&mut w.streams[r], &w.comms[r], &xh[r], &yh[r], ReduceOp::Sum).unwrap();
+        g.all_gather(&mut w.streams[r], &w.comms[r], &xb[r], &gb[r]).unwrap();
+    }
+    g.launch().unwrap();
+    for r in 0..n {
+        let sum: Vec<f32> = w.streams[r].download(&yh[r]).unwrap().into_iter().map(F16::to_f32).collect();
+        let want: Vec<f32> = (0..256).map(|i| (0..n).map(|q| vals(q)[i]).sum()).collect();
+        assert_eq!(sum, want, "f16 all_reduce on rank {r}");
+        let all: Vec<f32> = w.streams[r].download(&gb[r]).unwrap().into_iter().map(Bf16::to_f32).collect();
+        assert_eq!(all[256 + 3], vals(1)[3], "bf16 all_gather on rank {r}");
+    }
+});

@@ -10,7 +10,8 @@ use crate::state::{CommInit, StreamState};
 use crate::stream::Stream;
 
 /// The element types collectives take.
-/// Sealed: `f32`, `f64`, `i32`, `u32`, `i64`, `u64`, `u8`.
+/// Sealed: `f32`, `f64`, `i32`, `u32`, `i64`, `u64`, `u8`, [`F16`](crate::collective::F16) and
+/// [`Bf16`](crate::collective::Bf16).
 pub trait NcclElem: bytemuck::Pod + sealed::Sealed {}
 
 pub(crate) mod sealed {
@@ -28,6 +29,7 @@ macro_rules! elem {
     )*};
 }
 elem!(f32 => F32, f64 => F64, i32 => I32, u32 => U32, i64 => I64, u64 => U64, u8 => U8);
+elem!(crate::half::F16 => F16, crate::half::Bf16 => Bf16);
 
 /// A reduction.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]

@@ -316,7 +316,7 @@ impl<'g> Group<'g> {
     /// # Errors
     /// [`Error::CollectiveMismatch`] (nothing issued); [`Error::CaptureActive`] when an idle
     /// stream's calls would run while a capture prohibits it; [`Error::Nccl`];
-    /// [`Error::NotModelled`] for what the simulated device does not model.
+    /// [`Error::NotModelled`] where the simulated device finds a buffer outside its memory.
     #[track_caller]
     pub fn launch(self) -> Result<()> {
         if self.ops.is_empty() {
@@ -495,7 +495,6 @@ pub(crate) fn world_error(e: crate::device::sim::world::WorldError) -> Error {
     use crate::device::sim::world::WorldError;
     match e {
         WorldError::Mismatch(reason) => Error::CollectiveMismatch { reason },
-        WorldError::NotModelled(what) => Error::NotModelled { what },
         WorldError::Fault(what) => {
             Error::NotModelled { what: format!("a collective touched memory outside its buffers: {what}") }
         }

@@ -613,3 +613,13 @@ pub(crate) unsafe fn graph_mem_trim(device: sys::CUdevice) -> R<()> {
     // SAFETY: forwarded to the caller.
     code(unsafe { sys::cuDeviceGraphMemTrim(device) })
 }
+
+// SAFETY: `F16` and `Bf16` are `repr(transparent)` wrappers of a `u16`: no padding, and every
+// bit pattern is a valid value (NaNs included), so they are plain old data.
+unsafe impl bytemuck::Zeroable for crate::half::F16 {}
+// SAFETY: as above.
+unsafe impl bytemuck::Pod for crate::half::F16 {}
+// SAFETY: as above.
+unsafe impl bytemuck::Zeroable for crate::half::Bf16 {}
+// SAFETY: as above.
+unsafe impl bytemuck::Pod for crate::half::Bf16 {}

@@ -19,8 +19,6 @@ use crate::device::coll::{Call, CollNode, Dtype, Op};
 pub(crate) enum WorldError {
     /// The ranks' calls do not match (what NCCL would hang on, or compute garbage with).
     Mismatch(String),
-    /// A reduction the simulated device does not model.
-    NotModelled(String),
     /// A buffer address outside its device's allocations.
     Fault(String),
 }
@@ -31,20 +29,6 @@ fn read(dev: &SimDevice, addr: u64, bytes: usize) -> Result<Vec<u8>, WorldError>
 
 fn write(dev: &SimDevice, addr: u64, data: &[u8]) -> Result<(), WorldError> {
     dev.world_write(addr, data).map_err(|_| WorldError::Fault(format!("{} bytes at {addr:#x}", data.len())))
-}
-
-fn bf16_to_f32(b: u16) -> f32 {
-    f32::from_bits(u32::from(b) << 16)
-}
-
-fn f32_to_bf16(x: f32) -> u16 {
-    let bits = x.to_bits();
-    if x.is_nan() {
-        return ((bits >> 16) as u16) | 0x40;
-    }
-    // Round to nearest, ties to even, on the 16 bits dropped.
-    let round = 0x7fff + ((bits >> 16) & 1);
-    ((bits.wrapping_add(round)) >> 16) as u16
 }
 
 /// The elements of `T` in `bytes`, copied into a vector of `T` (a byte vector need not be
@@ -114,6 +98,20 @@ macro_rules! wrapping {
 }
 wrapping!(i32: add_i32, mul_i32; u32: add_u32, mul_u32; i64: add_i64, mul_i64; u64: add_u64, mul_u64; u8: add_u8, mul_u8);
 
+/// A reduction of 16-bit floats: widened to f32, reduced there, rounded back.
+fn half(parts: &[Vec<u8>], op: Op, n: usize, widen: fn(u16) -> f32, narrow: fn(f32) -> u16) -> Vec<u8> {
+    let widened: Vec<Vec<u8>> = parts
+        .iter()
+        .map(|p| {
+            let v: Vec<f32> = elements::<u16>(p).into_iter().map(widen).collect();
+            bytemuck::cast_slice::<f32, u8>(&v).to_vec()
+        })
+        .collect();
+    let r = fold!(f32, widened, op, n, fadd, fmul);
+    let v: Vec<u16> = elements::<f32>(&r).into_iter().map(narrow).collect();
+    bytemuck::cast_slice::<u16, u8>(&v).to_vec()
+}
+
 /// Reduces equal-length byte vectors of `dtype` elementwise, in rank order.
 fn reduce(parts: &[Vec<u8>], dtype: Dtype, op: Op) -> Result<Vec<u8>, WorldError> {
     let n = parts.len();
@@ -125,25 +123,10 @@ fn reduce(parts: &[Vec<u8>], dtype: Dtype, op: Op) -> Result<Vec<u8>, WorldError
         Dtype::I64 => fold!(i64, parts, op, n, add_i64, mul_i64),
         Dtype::U64 => fold!(u64, parts, op, n, add_u64, mul_u64),
         Dtype::U8 => fold!(u8, parts, op, n, add_u8, mul_u8),
-        Dtype::Bf16 => {
-            let widened: Vec<Vec<u8>> = parts
-                .iter()
-                .map(|p| {
-                    let v: Vec<f32> =
-                        elements::<u16>(p).iter().map(|&b| bf16_to_f32(b)).collect();
-                    bytemuck::cast_slice::<f32, u8>(&v).to_vec()
-                })
-                .collect();
-            let r = fold!(f32, widened, op, n, fadd, fmul);
-            let v: Vec<u16> = elements::<f32>(&r).iter().map(|&x| f32_to_bf16(x)).collect();
-            bytemuck::cast_slice::<u16, u8>(&v).to_vec()
-        }
-        Dtype::F16 => {
-            return Err(WorldError::NotModelled(
-                "f16 reductions are not modelled on the simulated device (copies are); use bf16 or f32 there, or run on a GPU"
-                    .into(),
-            ))
-        }
+        Dtype::Bf16 => half(parts, op, n, |b| crate::half::Bf16(b).to_f32(), |x| crate::half::Bf16::from_f32(x).0),
+        // A sum of two halves rounded once, as NCCL computes it for two ranks; with more ranks
+        // the simulated device rounds once at the end, NCCL after each step.
+        Dtype::F16 => half(parts, op, n, |b| crate::half::F16(b).to_f32(), |x| crate::half::F16::from_f32(x).0),
     })
 }
 
@@ -343,19 +326,4 @@ fn point_to_point(comm: u64, per_rank: &BTreeMap<usize, (&SimDevice, Vec<Call>, 
         }
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::{bf16_to_f32, f32_to_bf16};
-
-    #[test]
-    fn bf16_rounds_to_nearest_even() {
-        for x in [0.0f32, 1.0, -2.5, 3.140625, 1e-3, 65504.0] {
-            let b = f32_to_bf16(x);
-            assert!((bf16_to_f32(b) - x).abs() <= x.abs() / 128.0, "{x}");
-        }
-        // 1 + 2^-8 is halfway between 1 and 1 + 2^-7: ties to even (1.0).
-        assert_eq!(f32_to_bf16(1.0 + 1.0 / 256.0), f32_to_bf16(1.0));
-    }
 }
