@@ -548,6 +548,35 @@ pub enum Error {
         collectives: usize,
     },
 
+    /// The other ranks of a communicator made by
+    /// [`Comm::init_rank`](crate::collective::Comm::init_rank) did not take part within its
+    /// timeout — a peer process that never joins, or that stopped. Nothing is left waiting:
+    /// the communicator was aborted (its kernels stop, any capture under way ends with this
+    /// error when its guard finishes or drops), and the stream is usable.
+    #[error("`{op}`: rank {rank} waited {waited:?} for the other ranks, which did not take part; the communicator was aborted, so nothing waits for them any more. Check that every process makes the same calls in the same order; then make a new communicator on every rank (`CommId::new` and `Comm::init_rank`), or give a longer timeout")]
+    CollectiveTimeout {
+        /// The operation.
+        op: &'static str,
+        /// This process's rank.
+        rank: usize,
+        /// How long it waited.
+        waited: std::time::Duration,
+    },
+
+    /// A communicator aborted after a [timeout](Error::CollectiveTimeout) was used again.
+    #[error("rank {rank}'s communicator was aborted after a timeout and cannot be used: make a new one on every rank (`CommId::new` and `Comm::init_rank`)")]
+    CommAborted {
+        /// Its rank.
+        rank: usize,
+    },
+
+    /// Text that is not a communicator id.
+    #[error("not a communicator id: {reason}; pass on exactly the text `CommId::to_string` gave (256 hex digits)")]
+    InvalidCommId {
+        /// What is wrong.
+        reason: String,
+    },
+
     /// A collective the simulated device does not model.
     #[error("{what}")]
     NotModelled {

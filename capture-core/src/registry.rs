@@ -89,7 +89,11 @@ impl Registry {
                     Deferred::Stream(s) => b.stream_destroy(s),
                     #[cfg(feature = "nccl")]
                     Deferred::NcclComm(c) => {
-                        crate::raw::nccl::destroy(c);
+                        // A capture on another device may still forbid it (Global mode is
+                        // process-wide): then it waits for that one too.
+                        if let Some(c) = fail_fast::defer_comm_destroy(0, c) {
+                            crate::raw::nccl::destroy(c);
+                        }
                         Ok(())
                     }
                 };
@@ -220,6 +224,44 @@ pub(crate) mod fail_fast {
         if let Some(i) = g.iter().position(|a| a.domain == domain && a.capture == capture) {
             g.remove(i);
             COUNT.fetch_sub(1, Ordering::Release);
+        }
+        #[cfg(feature = "nccl")]
+        if domain == 0 && !g.iter().any(|a| a.domain == 0) {
+            drop(g);
+            let comms = std::mem::take(&mut *COMMS.lock().unwrap_or_else(|p| p.into_inner()));
+            for c in comms {
+                crate::raw::nccl::destroy(c);
+            }
+        }
+    }
+
+    /// NCCL communicators whose destruction waits for the end of every GPU capture.
+    #[cfg(feature = "nccl")]
+    static COMMS: Mutex<Vec<usize>> = Mutex::new(Vec::new());
+
+    /// Destroying an NCCL communicator during a Global-mode capture (from any thread) or a
+    /// ThreadLocal one (from its thread) returns success but invalidates the capture —
+    /// measured on an H100 (`examples/nccl_outside.rs`, `docs/probe/nccl.md`), whichever
+    /// device either is on. So while one is active in `domain`, the destruction is kept
+    /// (`None`) and done when the last capture there ends; otherwise `Some(comm)`: destroy it
+    /// now.
+    #[cfg(feature = "nccl")]
+    pub(crate) fn defer_comm_destroy(domain: usize, comm: usize) -> Option<usize> {
+        let g = lock();
+        let me = std::thread::current().id();
+        let blocked = g.iter().any(|a| {
+            a.domain == domain
+                && match a.mode {
+                    CaptureMode::Global => true,
+                    CaptureMode::ThreadLocal => a.thread == me,
+                    CaptureMode::Relaxed => false,
+                }
+        });
+        if blocked {
+            COMMS.lock().unwrap_or_else(|p| p.into_inner()).push(comm);
+            None
+        } else {
+            Some(comm)
         }
     }
 

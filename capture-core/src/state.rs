@@ -159,11 +159,14 @@ pub trait Records<'a>: StreamState {}
 impl Records<'_> for Idle {}
 impl<'a> Records<'a> for Capturing<'a> {}
 
-/// Creating an NCCL communicator ([`Comm::init_all`](crate::collective::Comm::init_all)).
+/// Creating or destroying an NCCL communicator
+/// ([`Comm::init_all`](crate::collective::Comm::init_all),
+/// [`Comm::init_rank`](crate::collective::Comm::init_rank),
+/// [`Comm::destroy`](crate::collective::Comm::destroy)).
 #[diagnostic::on_unimplemented(
-    message = "an NCCL communicator cannot be created on a capturing stream (`{Self}`)",
-    label = "ncclCommInitAll allocates device memory and synchronizes, which fails and invalidates the capture",
-    note = "create the communicators before `capture()`; every replay reuses them"
+    message = "an NCCL communicator cannot be created or destroyed on a capturing stream (`{Self}`)",
+    label = "NCCL's init allocates device memory and its destroy frees it: during a capture either invalidates it (measured: docs/probe/nccl.md)",
+    note = "create the communicators before `capture()` and destroy them after `finish()`; every replay reuses them"
 )]
 pub trait CommInit: sealed::Sealed {}
 impl CommInit for Idle {}

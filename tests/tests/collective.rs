@@ -238,6 +238,12 @@ on_world!(bad_input_is_typed_before_nccl_is_called, 2, |ctxs: Vec<Context>| {
     assert!(matches!(Comm::init_all(&mut [&mut a, &mut b]).unwrap_err(), Error::InvalidWorld { .. }));
     // An empty group does nothing.
     Group::new().launch().unwrap();
+    // Destroying a rank's communicator from a stream of another device; then from its own.
+    let last = w.comms.pop().unwrap();
+    let e = last.destroy(&mut w.streams[0]).unwrap_err();
+    assert!(matches!(e, Error::CommDeviceMismatch { op: "Comm::destroy", .. }), "{e}");
+    let first = w.comms.remove(0);
+    first.destroy(&mut w.streams[0]).unwrap();
 });
 
 #[test]
@@ -297,4 +303,102 @@ on_world!(half_precision_all_reduce_and_gather, 2, |ctxs: Vec<Context>| {
         let all: Vec<f32> = w.streams[r].download(&gb[r]).unwrap().into_iter().map(Bf16::to_f32).collect();
         assert_eq!(all[256 + 3], vals(1)[3], "bf16 all_gather on rank {r}");
     }
+});
+
+on_world!(forks_and_joins_on_every_rank_of_a_step, 2, |ctxs: Vec<Context>| {
+    let mut w = world(ctxs);
+    let n = w.ctxs.len();
+    let inputs: Vec<_> = (0..n).map(|r| w.streams[r].alloc_pinned::<f32>(N).unwrap()).collect();
+    let x = bufs(&mut w, N, |_, _| 0.0);
+    let h = bufs(&mut w, N, |_, _| 0.0);
+    let y = bufs(&mut w, N, |_, _| 0.0);
+    let cfg = LaunchConfig::for_num_elems(N as u32);
+    let mut warm = Group::new();
+    for r in 0..n {
+        warm.all_reduce(&mut w.streams[r], &w.comms[r], &x[r], &y[r], ReduceOp::Sum).unwrap();
+    }
+    warm.launch().unwrap();
+    // Each rank: the upload on its main stream, then a fork runs the all-reduce of x while
+    // the main stream scales x into h; the fork joins back.
+    let (step, _) = {
+        let mut cap = MultiCapture::begin(&mut w.streams, CaptureOptions::new()).unwrap();
+        let mut sides = Vec::new();
+        for r in 0..n {
+            let s = cap.stream(r).unwrap();
+            s.upload_async(&x[r], &inputs[r]).unwrap();
+            sides.push(s.fork().unwrap());
+        }
+        let mut g = Group::new();
+        for r in 0..n {
+            g.all_reduce(&mut sides[r], &w.comms[r], &x[r], &y[r], ReduceOp::Sum).unwrap();
+        }
+        g.launch().unwrap();
+        for (r, side) in sides.into_iter().enumerate() {
+            let s = cap.stream(r).unwrap();
+            s.launch(&w.scale[r], cfg, (&x[r], &h[r], 3.0f32, N as u32)).unwrap();
+            s.join(side).unwrap();
+        }
+        cap.finish().unwrap()
+    };
+    for round in 0..3 {
+        for (r, p) in inputs.iter().enumerate() {
+            p.write(&vec![(round * 7 + r + 1) as f32; N]).unwrap();
+        }
+        step.launch(&mut w.streams).unwrap();
+        let sum: f32 = (0..n).map(|r| (round * 7 + r + 1) as f32).sum();
+        for r in 0..n {
+            assert!(w.streams[r].download(&y[r]).unwrap().iter().all(|&v| v == sum), "round {round}, rank {r}");
+            let own = 3.0 * (round * 7 + r + 1) as f32;
+            assert!(w.streams[r].download(&h[r]).unwrap().iter().all(|&v| v == own), "round {round}, rank {r}");
+        }
+    }
+    // A fork left unjoined on one rank fails the step's capture; every stream is idle after.
+    let err = {
+        let mut cap = MultiCapture::begin(&mut w.streams, CaptureOptions::new()).unwrap();
+        let mut sides = Vec::new();
+        for r in 0..n {
+            sides.push(cap.stream(r).unwrap().fork().unwrap());
+        }
+        let mut g = Group::new();
+        for r in 0..n {
+            g.all_reduce(&mut sides[r], &w.comms[r], &x[r], &y[r], ReduceOp::Sum).unwrap();
+        }
+        g.launch().unwrap();
+        let last = sides.pop().unwrap();
+        for (r, side) in sides.into_iter().enumerate() {
+            cap.stream(r).unwrap().join(side).unwrap();
+        }
+        let e = cap.finish().unwrap_err();
+        drop(last);
+        e
+    };
+    assert!(matches!(err, Error::UnjoinedFork { .. }), "{err}");
+    let mut g = Group::new();
+    for r in 0..n {
+        g.all_reduce(&mut w.streams[r], &w.comms[r], &h[r], &y[r], ReduceOp::Sum).unwrap();
+    }
+    g.launch().unwrap();
+    for s in &mut w.streams {
+        s.synchronize().unwrap();
+    }
+});
+
+// Destroying a communicator invalidates a Global-mode capture in the process, whichever
+// device either is on (`docs/probe/nccl.md`): a communicator dropped while another device
+// captures is destroyed after that capture ends, and the capture stays valid.
+on_world!(a_communicator_dropped_during_a_capture_elsewhere_waits_for_it, 2, |ctxs: Vec<Context>| {
+    let mut w = world(ctxs);
+    let spare = Comm::init_all(&mut w.streams.iter_mut().collect::<Vec<_>>()).unwrap();
+    let y = bufs(&mut w, N, |_, _| 5.0);
+    let (first, rest) = w.streams.split_at_mut(1);
+    let (graph, _) = {
+        let mut g = first[0].capture().unwrap();
+        g.stream().memset_async(&y[0], 0).unwrap();
+        drop(spare); // rank 1's communicator is on the other device
+        g.finish().unwrap()
+    };
+    graph.launch(&mut first[0]).unwrap();
+    first[0].synchronize().unwrap();
+    assert_eq!(first[0].download(&y[0]).unwrap()[0], 0.0);
+    rest[0].synchronize().unwrap();
 });

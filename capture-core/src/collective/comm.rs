@@ -2,6 +2,8 @@
 
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use crate::context::Context;
 use crate::device::DeviceKind;
@@ -60,14 +62,115 @@ impl ReduceOp {
     }
 }
 
+/// The name of a communicator whose ranks are in several processes: made once, by one
+/// process, with [`CommId::new`], handed to every other process by any means (its text,
+/// from [`to_string`](ToString::to_string), on a command line, in a file, over a socket),
+/// and given to [`Comm::init_rank`] by every rank. On GPUs it is NCCL's unique id (a
+/// bootstrap address in the process that made it); on the simulated device, a unique token
+/// whose ranks are threads of one process.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct CommId([u8; 128]);
+
+/// How a simulated device's ids begin (NCCL's never do: theirs begin with a socket family).
+const SIM_MARK: &[u8; 16] = b"capture-core-sim";
+
+impl CommId {
+    /// A new id for a communicator of `ctx`'s kind of device: on a GPU
+    /// `ncclGetUniqueId`, on the simulated device a token unique in the process.
+    ///
+    /// # Errors
+    /// [`Error::NcclUnavailable`], [`Error::Nccl`].
+    pub fn new(ctx: &Context) -> Result<CommId> {
+        if ctx.kind() == DeviceKind::Simulated {
+            static NEXT_SIM: AtomicU64 = AtomicU64::new(1);
+            let mut b = [0u8; 128];
+            b[..16].copy_from_slice(SIM_MARK);
+            b[16..24].copy_from_slice(&u64::from(std::process::id()).to_le_bytes());
+            b[24..32].copy_from_slice(&NEXT_SIM.fetch_add(1, Ordering::Relaxed).to_le_bytes());
+            let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+            b[32..48].copy_from_slice(&t.as_nanos().to_le_bytes());
+            return Ok(CommId(b));
+        }
+        if !crate::raw::nccl::present() {
+            return Err(Error::NcclUnavailable);
+        }
+        crate::raw::nccl::unique_id().map(CommId).map_err(|f| Error::Nccl {
+            op: "ncclGetUniqueId",
+            code: f.code,
+            text: f.text,
+        })
+    }
+
+    /// Its 128 bytes.
+    pub fn as_bytes(&self) -> &[u8; 128] {
+        &self.0
+    }
+
+    /// The id with these bytes (as [`as_bytes`](Self::as_bytes) gave them).
+    pub fn from_bytes(bytes: [u8; 128]) -> CommId {
+        CommId(bytes)
+    }
+
+    fn is_simulated(&self) -> bool {
+        self.0.starts_with(SIM_MARK)
+    }
+
+    /// A number naming the communicator in this process (FNV-1a of the bytes; high bit set,
+    /// apart from the numbers of `init_all`'s communicators).
+    fn key(&self) -> u64 {
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        for b in self.0 {
+            h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+        }
+        h | 1 << 63
+    }
+}
+
+impl fmt::Display for CommId {
+    /// 256 lower-case hex digits.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for b in self.0 {
+            write!(f, "{b:02x}")?;
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Debug for CommId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "CommId({}{:016x}…)", if self.is_simulated() { "sim " } else { "" }, self.key())
+    }
+}
+
+impl std::str::FromStr for CommId {
+    type Err = Error;
+    /// The id [`Display`](fmt::Display) wrote: 256 hex digits.
+    fn from_str(s: &str) -> Result<CommId> {
+        let s = s.trim();
+        if s.len() != 256 {
+            return Err(Error::InvalidCommId { reason: format!("{} characters, not 256", s.len()) });
+        }
+        let mut b = [0u8; 128];
+        for (i, out) in b.iter_mut().enumerate() {
+            let pair = s.get(2 * i..2 * i + 2).unwrap_or("");
+            *out = u8::from_str_radix(pair, 16)
+                .map_err(|_| Error::InvalidCommId { reason: format!("{pair:?} at {} is not a hex byte", 2 * i) })?;
+        }
+        Ok(CommId(b))
+    }
+}
+
 /// One rank of an NCCL communicator: the device it is on, its rank, the world's size.
 ///
-/// Made for every device of one process at once with [`Comm::init_all`], from idle
-/// streams: creating a communicator allocates device memory, which would invalidate a
-/// capture, so it is not possible from a capturing stream (a compile error). A graph that
+/// Made for every device of one process at once with [`Comm::init_all`], or one rank per
+/// process with [`Comm::init_rank`], from idle streams: creating a communicator allocates
+/// device memory, which would invalidate a capture, so it is not possible from a capturing
+/// stream (a compile error). A graph that
 /// records a collective borrows the communicator, so it cannot be dropped while the graph
-/// lives; dropping it destroys it (`ncclCommDestroy`), deferred until the end of any capture
-/// active on its device then.
+/// lives; dropping it destroys it (`ncclCommDestroy`), deferred until every capture that
+/// forbids it has ended: a destroy during a Global-mode capture on *any* GPU of the process
+/// (or a ThreadLocal one on its thread) returns success but invalidates that capture,
+/// measured on an H100 (`docs/probe/nccl.md`).
 pub struct Comm {
     pub(crate) ctx: Context,
     /// The NCCL handle on a GPU; 0 on the simulated device.
@@ -76,6 +179,9 @@ pub struct Comm {
     pub(crate) nranks: usize,
     /// Unique in the process: which ranks belong together.
     pub(crate) id: u64,
+    /// For [`Comm::init_rank`]'s communicators (the other ranks elsewhere): the timeout and
+    /// the abort flag, shared with the nodes of graphs that use it.
+    pub(crate) link: Option<Arc<crate::device::coll::Link>>,
 }
 
 impl fmt::Debug for Comm {
@@ -158,8 +264,183 @@ impl Comm {
             .into_iter()
             .zip(raws)
             .enumerate()
-            .map(|(rank, (ctx, raw))| Comm { ctx, raw, rank, nranks: n, id })
+            .map(|(rank, (ctx, raw))| Comm { ctx, raw, rank, nranks: n, id, link: None })
             .collect())
+    }
+
+    /// Rank `rank` of a communicator of `world_size` ranks named by `id`, on `stream`'s
+    /// device: one rank per process (`ncclCommInitRankConfig`, nonblocking). Every rank
+    /// calls it with the same `id` and `world_size`; it returns once all have joined.
+    ///
+    /// `timeout` bounds every wait for the other ranks: here, in a [`Group::launch`]
+    /// (NCCL connects to a peer on the first call that needs it), and in [`Comm::wait`]. A
+    /// peer that does not come within it is [`Error::CollectiveTimeout`], never a hang: the
+    /// communicator is aborted and later calls give [`Error::CommAborted`].
+    ///
+    /// What this process cannot see is not checked here: that the other processes issue
+    /// the same collectives in the same order (in one process, [`Group`] checks every rank
+    /// against the others). A mismatch shows as a timeout.
+    ///
+    /// On the simulated device the ranks are threads of one process, each with a simulated
+    /// device of its own, and collectives meet across threads. Give each thread its own
+    /// [`Context::simulated`] to stand for a process of its own: devices of one
+    /// [`simulated_world`](Context::simulated_world) share one process's capture rules (a
+    /// Global-mode capture on one refuses allocation on the others, as on GPUs of one
+    /// process).
+    ///
+    /// [`Group::launch`]: crate::collective::Group::launch
+    /// [`Group`]: crate::collective::Group
+    ///
+    /// # Errors
+    /// [`Error::InvalidWorld`] for a world of no ranks, a rank outside it, a zero timeout,
+    /// an id of the other kind of device, or (simulated) two ranks on one device;
+    /// [`Error::CollectiveTimeout`]; [`Error::NcclUnavailable`]; [`Error::CaptureActive`]
+    /// while a capture prohibits it; [`Error::Nccl`].
+    #[track_caller]
+    pub fn init_rank<S: StreamState + CommInit>(
+        stream: &mut Stream<S>,
+        id: &CommId,
+        rank: usize,
+        world_size: usize,
+        timeout: Duration,
+    ) -> Result<Comm> {
+        let site = crate::error::CallSite::caller();
+        let ctx = stream.ctx.clone();
+        let bad = |reason: String| Err(Error::InvalidWorld { reason });
+        if world_size == 0 || world_size > i32::MAX as usize {
+            return bad(format!("a world of {world_size} ranks: give the number of processes taking part"));
+        }
+        if rank >= world_size {
+            return bad(format!("rank {rank} is not in a world of {world_size} ranks (0 to {})", world_size - 1));
+        }
+        if timeout.is_zero() {
+            return bad("a timeout of zero: give how long a rank may wait for the others (seconds, say)".into());
+        }
+        ctx.fail_fast("Comm::init_rank", site)?;
+        let link = Arc::new(crate::device::coll::Link::new(timeout));
+        if ctx.kind() == DeviceKind::Simulated {
+            if !id.is_simulated() {
+                return bad("an id made for GPUs was given to a simulated device: make it with `CommId::new` on a simulated context".into());
+            }
+            let key = id.key();
+            // A device of a world, or a lone one (its fail-fast domain is its own).
+            let device = ctx.sim().and_then(|s| s.world()).unwrap_or((u64::MAX, ctx.inner.domain));
+            crate::device::sim::world::join(key, world_size, rank, device, timeout).map_err(|e| match e {
+                crate::device::sim::world::WorldError::Timeout { rank, waited } => {
+                    Error::CollectiveTimeout { op: "Comm::init_rank", rank, waited }
+                }
+                other => Error::InvalidWorld { reason: format!("{other:?}") },
+            })?;
+            return Ok(Comm { ctx, raw: 0, rank, nranks: world_size, id: key, link: Some(link) });
+        }
+        if id.is_simulated() {
+            return bad(
+                "an id made for simulated devices was given to a GPU: make it with `CommId::new` on a GPU context"
+                    .into(),
+            );
+        }
+        if !crate::raw::nccl::present() {
+            return Err(Error::NcclUnavailable);
+        }
+        // NCCL takes the current device: bind this rank's.
+        cudarc::driver::CudaContext::new(ctx.ordinal())
+            .and_then(|c| c.bind_to_thread())
+            .map_err(|e| Error::Driver { op: "cuCtxSetCurrent", code: crate::error::DriverCode(e.0 as u32) })?;
+        let raw = crate::raw::nccl::init_rank(world_size as i32, id.as_bytes(), rank as i32)
+            .map_err(|f| Error::Nccl { op: "ncclCommInitRankConfig", code: f.code, text: f.text })?;
+        settle(raw, &link, rank, "Comm::init_rank")?;
+        static NEXT: AtomicU64 = AtomicU64::new(1 << 32);
+        let id = NEXT.fetch_add(1, Ordering::Relaxed);
+        Ok(Comm { ctx, raw, rank, nranks: world_size, id, link: Some(link) })
+    }
+
+    /// Waits until everything queued on `stream` so far is done — a replayed step's
+    /// collectives included — for at most the communicator's timeout (given to
+    /// [`init_rank`](Self::init_rank)). Past it, the communicator is aborted, which stops
+    /// its kernels, and the result is [`Error::CollectiveTimeout`]; the stream is then idle
+    /// and usable. For a communicator of [`init_all`](Self::init_all) (every rank in this
+    /// process, launched together) it is [`Stream::synchronize`].
+    ///
+    /// # Errors
+    /// [`Error::CommDeviceMismatch`] for a stream of another device;
+    /// [`Error::CollectiveTimeout`]; [`Error::CommAborted`]; [`Error::Driver`].
+    #[track_caller]
+    pub fn wait(&self, stream: &mut Stream<crate::state::Idle>) -> Result<()> {
+        if !self.ctx.same(&stream.ctx) {
+            return Err(Error::CommDeviceMismatch {
+                op: "Comm::wait",
+                rank: self.rank,
+                comm_device: self.ctx.ordinal(),
+                stream_device: stream.ctx.ordinal(),
+            });
+        }
+        self.check_usable()?;
+        let link = match &self.link {
+            Some(l) if self.raw != 0 => l,
+            _ => return stream.synchronize(),
+        };
+        let started = Instant::now();
+        let mut spins = 0u32;
+        loop {
+            match stream.ctx.b().stream_query(stream.raw) {
+                Ok(true) => return Ok(()),
+                Ok(false) => {}
+                Err(code) => return Err(Error::Driver { op: "cuStreamQuery", code }),
+            }
+            if started.elapsed() >= link.timeout {
+                link.abort();
+                crate::raw::nccl::abort(self.raw);
+                // The aborted kernels return: the stream drains.
+                stream.synchronize()?;
+                return Err(Error::CollectiveTimeout { op: "Comm::wait", rank: self.rank, waited: started.elapsed() });
+            }
+            backoff(&mut spins);
+        }
+    }
+
+    /// Destroys the communicator now (`ncclCommDestroy`), reporting NCCL's result — where
+    /// dropping it logs a failure and waits past any capture that forbids it. `stream`, a
+    /// stream of its device, proves by being idle that no capture is under way on it.
+    ///
+    /// # Errors
+    /// [`Error::CommDeviceMismatch`] for a stream of another device; [`Error::CaptureActive`]
+    /// while a capture elsewhere forbids it (a Global-mode capture on any GPU of the process,
+    /// or a ThreadLocal one on this thread: the destroy would invalidate it); [`Error::Nccl`].
+    /// On an error other than `Nccl` the communicator is dropped as usual.
+    #[track_caller]
+    pub fn destroy<S: StreamState + CommInit>(mut self, stream: &mut Stream<S>) -> Result<()> {
+        let site = crate::error::CallSite::caller();
+        if !self.ctx.same(&stream.ctx) {
+            return Err(Error::CommDeviceMismatch {
+                op: "Comm::destroy",
+                rank: self.rank,
+                comm_device: self.ctx.ordinal(),
+                stream_device: stream.ctx.ordinal(),
+            });
+        }
+        self.ctx.fail_fast("Comm::destroy", site)?;
+        if self.raw == 0 || self.is_aborted() {
+            return Ok(()); // simulated, or freed by the abort: the drop does the rest
+        }
+        // Dropped below with no handle: nothing more to free.
+        let raw = std::mem::replace(&mut self.raw, 0);
+        crate::raw::nccl::destroy_checked(raw).map_err(|f| Error::Nccl {
+            op: "ncclCommDestroy",
+            code: f.code,
+            text: f.text,
+        })
+    }
+
+    /// Whether the communicator was aborted after a timeout (it cannot be used again).
+    pub fn is_aborted(&self) -> bool {
+        self.link.as_ref().is_some_and(|l| l.is_aborted())
+    }
+
+    pub(crate) fn check_usable(&self) -> Result<()> {
+        if self.is_aborted() {
+            return Err(Error::CommAborted { rank: self.rank });
+        }
+        Ok(())
     }
 
     /// This rank.
@@ -178,16 +459,60 @@ impl Comm {
     }
 }
 
+/// Spins briefly, then sleeps a little longer each time, up to 100 µs.
+fn backoff(spins: &mut u32) {
+    *spins += 1;
+    if *spins < 64 {
+        std::hint::spin_loop();
+    } else {
+        std::thread::sleep(Duration::from_micros(u64::from((*spins - 63).min(100))));
+    }
+}
+
+/// Waits until a nonblocking communicator's operations are issued (NCCL may connect to
+/// the peers first), up to its timeout; past it, aborts it.
+pub(crate) fn settle(raw: usize, link: &crate::device::coll::Link, rank: usize, op: &'static str) -> Result<()> {
+    let started = Instant::now();
+    let mut spins = 0u32;
+    loop {
+        match crate::raw::nccl::state(raw) {
+            Ok(true) => return Ok(()),
+            Ok(false) => {}
+            Err(f) => {
+                link.abort();
+                crate::raw::nccl::abort(raw);
+                return Err(Error::Nccl { op: "ncclCommGetAsyncError", code: f.code, text: f.text });
+            }
+        }
+        if started.elapsed() >= link.timeout {
+            link.abort();
+            crate::raw::nccl::abort(raw);
+            return Err(Error::CollectiveTimeout { op, rank, waited: started.elapsed() });
+        }
+        backoff(&mut spins);
+    }
+}
+
 impl Drop for Comm {
     fn drop(&mut self) {
         if self.raw == 0 {
+            if self.link.is_some() && self.ctx.kind() == DeviceKind::Simulated {
+                crate::device::sim::world::leave(self.id);
+            }
+            return;
+        }
+        if self.is_aborted() {
+            // `ncclCommAbort` freed it.
             return;
         }
         // Destroying frees device memory: after any capture on the device has ended.
         if let Some(crate::registry::Deferred::NcclComm(c)) =
             self.ctx.reg().defer(crate::registry::Deferred::NcclComm(self.raw))
         {
-            crate::raw::nccl::destroy(c);
+            // No capture on this device; one on another device may still forbid it.
+            if let Some(c) = crate::registry::fail_fast::defer_comm_destroy(self.ctx.inner.domain, c) {
+                crate::raw::nccl::destroy(c);
+            }
         }
     }
 }

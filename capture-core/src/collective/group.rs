@@ -27,6 +27,7 @@ struct Pending {
     call: Call,
     op: &'static str,
     site: CallSite,
+    link: Option<std::sync::Arc<crate::device::coll::Link>>,
 }
 
 /// The collective calls of one step, for every rank: NCCL's group (`ncclGroupStart` …
@@ -88,6 +89,7 @@ impl<'g> Group<'g> {
         call: Call,
     ) -> Result<&mut Self> {
         S::check_live(&stream.ext, op)?;
+        comm.check_usable()?;
         if !comm.ctx.same(&stream.ctx) {
             return Err(Error::CommDeviceMismatch {
                 op,
@@ -112,6 +114,7 @@ impl<'g> Group<'g> {
             call,
             op,
             site,
+            link: comm.link.clone(),
         });
         Ok(self)
     }
@@ -328,6 +331,11 @@ impl<'g> Group<'g> {
                 reason: "some ranks' streams are capturing and others are idle: capture every rank's stream (MultiCapture) or none".into(),
             });
         }
+        for o in &self.ops {
+            if o.link.as_ref().is_some_and(|l| l.is_aborted()) {
+                return Err(Error::CommAborted { rank: o.rank });
+            }
+        }
         let kind = self.ops[0].ctx.kind();
         match kind {
             DeviceKind::Simulated => launch_sim(&self.ops)?,
@@ -344,6 +352,15 @@ impl<'g> Group<'g> {
                     code: f.code,
                     text: f.text,
                 })?;
+                // A rank-per-process communicator is nonblocking: NCCL may still be
+                // connecting to the peers; wait for it, up to its timeout.
+                let mut seen: Vec<usize> = Vec::new();
+                for o in &self.ops {
+                    if let (Some(link), false) = (&o.link, seen.contains(&o.comm_raw)) {
+                        seen.push(o.comm_raw);
+                        crate::collective::comm::settle(o.comm_raw, link, o.rank, "Group::launch")?;
+                    }
+                }
             }
         }
         for o in &self.ops {
@@ -373,9 +390,18 @@ fn check_rank(op: &'static str, what: &str, r: usize, comm: &Comm) -> Result<()>
 /// Every rank of each communicator issues the same collectives (kind, count, type, op,
 /// root) in the same order, once each rank; sends and receives pair up.
 fn check_matching(ops: &[Pending]) -> Result<()> {
-    let mut by_comm: BTreeMap<u64, (usize, BTreeMap<usize, Vec<&Pending>>)> = BTreeMap::new();
+    // Per communicator: its size, whether its other ranks are elsewhere (made by
+    // `Comm::init_rank`: only this process's ranks can be checked here), each rank's calls.
+    type ByRank<'a> = BTreeMap<usize, Vec<&'a Pending>>;
+    let mut by_comm: BTreeMap<u64, (usize, bool, ByRank<'_>)> = BTreeMap::new();
     for o in ops {
-        by_comm.entry(o.comm_id).or_insert_with(|| (o.nranks, BTreeMap::new())).1.entry(o.rank).or_default().push(o);
+        by_comm
+            .entry(o.comm_id)
+            .or_insert_with(|| (o.nranks, o.link.is_some(), BTreeMap::new()))
+            .2
+            .entry(o.rank)
+            .or_default()
+            .push(o);
     }
     let sig = |c: &Call| -> String {
         match *c {
@@ -391,25 +417,25 @@ fn check_matching(ops: &[Pending]) -> Result<()> {
             Call::Send { .. } | Call::Recv { .. } => String::new(),
         }
     };
-    for (comm, (nranks, ranks)) in &by_comm {
+    for (comm, (nranks, partial, ranks)) in &by_comm {
         let colls: BTreeMap<usize, Vec<String>> = ranks
             .iter()
             .map(|(r, v)| (*r, v.iter().filter(|o| !o.call.is_p2p()).map(|o| sig(&o.call)).collect()))
             .collect();
         let any = colls.values().any(|v| !v.is_empty());
         if any {
-            if ranks.len() != *nranks {
+            if ranks.len() != *nranks && !partial {
                 let missing: Vec<usize> = (0..*nranks).filter(|r| !ranks.contains_key(r)).collect();
                 return Err(Error::CollectiveMismatch {
                     reason: format!("communicator #{comm}: rank(s) {missing:?} issued no call in the group; every rank takes part in a collective"),
                 });
             }
-            let first = &colls[&0];
+            let (r0, first) = colls.iter().next().map(|(r, v)| (*r, v.clone())).unwrap_or_default();
             for (r, v) in &colls {
-                if v != first {
+                if *v != first {
                     return Err(Error::CollectiveMismatch {
                         reason: format!(
-                            "communicator #{comm}: rank 0 issues [{}], rank {r} issues [{}]",
+                            "communicator #{comm}: rank {r0} issues [{}], rank {r} issues [{}]",
                             first.join(", "),
                             v.join(", ")
                         ),
@@ -434,6 +460,10 @@ fn check_matching(ops: &[Pending]) -> Result<()> {
             }
         }
         for key in sends.keys().chain(recvs.keys()) {
+            // A peer in another process is checked there.
+            if *partial && !(ranks.contains_key(&key.0) && ranks.contains_key(&key.1)) {
+                continue;
+            }
             let (s, r) = (sends.get(key), recvs.get(key));
             if s != r {
                 return Err(Error::CollectiveMismatch {
@@ -456,7 +486,14 @@ static NEXT_GROUP: AtomicU64 = AtomicU64::new(1);
 /// The simulated device: record each rank's calls into its capture, or run them now.
 fn launch_sim(ops: &[Pending]) -> Result<()> {
     let group = NEXT_GROUP.fetch_add(1, Ordering::Relaxed);
-    let node = |o: &Pending| CollNode { comm: o.comm_id, rank: o.rank, nranks: o.nranks, group, call: o.call };
+    let node = |o: &Pending| CollNode {
+        comm: o.comm_id,
+        rank: o.rank,
+        nranks: o.nranks,
+        group,
+        call: o.call,
+        link: o.link.clone(),
+    };
     if ops[0].book.is_some() {
         for o in ops {
             let sim = o.ctx.sim().ok_or(Error::ContextMismatch { op: o.op, what: "stream" })?;
@@ -483,17 +520,16 @@ fn launch_sim(ops: &[Pending]) -> Result<()> {
             None => per_dev.push((&o.ctx, vec![node(o)])),
         }
     }
-    let mut ranks = Vec::new();
-    for (ctx, nodes) in &per_dev {
-        let dev = ctx.sim().ok_or(Error::ContextMismatch { op: "Group::launch", what: "stream" })?;
-        ranks.push(crate::device::sim::world::RankCalls { dev, nodes: nodes.clone() });
-    }
-    crate::device::sim::world::execute(&ranks).map_err(world_error)
+    let ranks: Vec<_> =
+        per_dev.iter().map(|(ctx, nodes)| crate::device::sim::world::RankCalls { ctx, nodes: nodes.clone() }).collect();
+    crate::device::sim::world::perform(&ranks).map_err(|e| world_error(e, "Group::launch"))
 }
 
-pub(crate) fn world_error(e: crate::device::sim::world::WorldError) -> Error {
+pub(crate) fn world_error(e: crate::device::sim::world::WorldError, op: &'static str) -> Error {
     use crate::device::sim::world::WorldError;
     match e {
+        WorldError::Timeout { rank, waited } => Error::CollectiveTimeout { op, rank, waited },
+        WorldError::Aborted { rank } => Error::CommAborted { rank },
         WorldError::Mismatch(reason) => Error::CollectiveMismatch { reason },
         WorldError::Fault(what) => {
             Error::NotModelled { what: format!("a collective touched memory outside its buffers: {what}") }

@@ -35,6 +35,6 @@ pub(crate) mod group;
 mod multi;
 
 pub use crate::half::{Bf16, F16};
-pub use comm::{nccl_version, Comm, NcclElem, ReduceOp};
+pub use comm::{nccl_version, Comm, CommId, NcclElem, ReduceOp};
 pub use group::Group;
 pub use multi::{MultiCapture, MultiGraph};

@@ -147,7 +147,7 @@ impl<'a> MultiGraph<'a> {
     /// The simulated device: every rank's graph in lockstep, each up to its next run of
     /// collectives, which the world then performs together.
     fn launch_sim(&self, streams: &mut [Stream<Idle>], site: CallSite) -> Result<()> {
-        use crate::device::sim::world::{execute, RankCalls};
+        use crate::device::sim::world::{perform, RankCalls};
         let n = self.graphs.len();
         let mut cursor = vec![0usize; n];
         let mut done = vec![false; n];
@@ -167,7 +167,7 @@ impl<'a> MultiGraph<'a> {
                 if run.is_empty() {
                     done[i] = true;
                 } else {
-                    waiting.push(RankCalls { dev: sim, nodes: run });
+                    waiting.push(RankCalls { ctx: g.context(), nodes: run });
                 }
             }
             if waiting.is_empty() {
@@ -179,7 +179,7 @@ impl<'a> MultiGraph<'a> {
                         .into(),
                 });
             }
-            execute(&waiting).map_err(crate::collective::group::world_error)?;
+            perform(&waiting).map_err(|e| crate::collective::group::world_error(e, "MultiGraph::launch"))?;
         }
     }
 }

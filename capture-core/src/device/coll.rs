@@ -82,4 +82,34 @@ pub(crate) struct CollNode {
     /// nodes of one group run together.
     pub group: u64,
     pub call: Call,
+    /// For a communicator whose other ranks are in other processes (or threads): what the
+    /// rank shares with its own `Comm` — the timeout and the abort flag.
+    pub link: Option<std::sync::Arc<Link>>,
+}
+
+/// What a rank of a communicator made by `Comm::init_rank` shares between its `Comm` and
+/// the nodes of its graphs: how long to wait for the peers, whether the communicator was
+/// aborted (after a timeout), and how many rounds of collectives it has taken part in
+/// (the simulated world meets the ranks' k-th rounds together).
+#[derive(Debug)]
+pub(crate) struct Link {
+    pub timeout: std::time::Duration,
+    pub aborted: std::sync::atomic::AtomicBool,
+    pub rounds: std::sync::atomic::AtomicU64,
+}
+
+impl Link {
+    pub(crate) fn new(timeout: std::time::Duration) -> Self {
+        Self {
+            timeout,
+            aborted: std::sync::atomic::AtomicBool::new(false),
+            rounds: std::sync::atomic::AtomicU64::new(0),
+        }
+    }
+    pub(crate) fn is_aborted(&self) -> bool {
+        self.aborted.load(std::sync::atomic::Ordering::Acquire)
+    }
+    pub(crate) fn abort(&self) {
+        self.aborted.store(true, std::sync::atomic::Ordering::Release);
+    }
 }

@@ -69,6 +69,13 @@ pub(crate) fn destroy(comm: usize) {
     }
 }
 
+/// Destroys a communicator made here, once, at its owner's request (`Comm::destroy`),
+/// returning NCCL's result.
+pub(crate) fn destroy_checked(comm: usize) -> R<()> {
+    // SAFETY: `comm` is live and its only owner gives it up here.
+    unsafe { comm_destroy(comm) }
+}
+
 /// Issues a checked group: `ncclGroupStart`, each `(call, comm, stream)`, `ncclGroupEnd`.
 /// The safe layer has checked every call: communicator and stream of the same device, made
 /// by this crate and live (borrowed by the caller), buffers of that device, live for the
@@ -107,6 +114,81 @@ unsafe fn comm_init_all(ordinals: &[i32]) -> R<Vec<usize>> {
 unsafe fn comm_destroy(comm: usize) -> R<()> {
     // SAFETY: forwarded to the caller.
     unsafe { result::comm_destroy(comm as sys::ncclComm_t) }.map(|_| ()).map_err(fail)
+}
+
+/// A new communicator id (`ncclGetUniqueId`): 128 bytes naming a bootstrap address of this
+/// process, to be handed to every rank.
+pub(crate) fn unique_id() -> R<[u8; 128]> {
+    let id = result::get_uniqueid().map_err(fail)?;
+    Ok(id.internal.map(|c| c as u8))
+}
+
+/// NCCL's "not set" value for a config field (`NCCL_CONFIG_UNDEF_INT`).
+const UNDEF: i32 = i32::MIN;
+
+/// Starts making rank `rank` of `nranks` of the communicator `id`, nonblocking (NCCL's
+/// `blocking = 0` config): the handle comes back at once, and [`state`] says when it is
+/// ready — so a peer that never joins is a timeout, not a hang. The caller has bound the
+/// rank's device's context to this thread (NCCL takes the current device), checked `rank <
+/// nranks`, and that no capture prohibits allocation.
+pub(crate) fn init_rank(nranks: i32, id: &[u8; 128], rank: i32) -> R<usize> {
+    let version = u32::try_from(version()?).unwrap_or(0);
+    let mut uid = sys::ncclUniqueId { internal: [0; 128] };
+    for (d, s) in uid.internal.iter_mut().zip(id) {
+        *d = *s as std::ffi::c_char;
+    }
+    let mut comm: sys::ncclComm_t = std::ptr::null_mut();
+    // SAFETY: every field of the config is an integer or a pointer, for which all zero bits
+    // are valid; the fields are then set as NCCL_CONFIG_INITIALIZER does (size, magic,
+    // version, every other field "not set"), except `blocking`. The library reads at most
+    // `size` bytes and only the fields its own version has (`version` is the library's). `comm`
+    // receives the handle; `uid` and `config` outlive the call.
+    unsafe {
+        let mut config: sys::ncclConfig_t = std::mem::zeroed();
+        config.size = std::mem::size_of::<sys::ncclConfig_t>();
+        config.magic = 0xcafe_beef;
+        config.version = version;
+        config.blocking = 0;
+        config.cgaClusterSize = UNDEF;
+        config.minCTAs = UNDEF;
+        config.maxCTAs = UNDEF;
+        config.splitShare = UNDEF;
+        config.trafficClass = UNDEF;
+        config.collnetEnable = UNDEF;
+        config.CTAPolicy = UNDEF;
+        config.shrinkShare = UNDEF;
+        config.nvlsCTAs = UNDEF;
+        config.nChannelsPerNetPeer = UNDEF;
+        config.nvlinkCentricSched = UNDEF;
+        config.graphUsageMode = UNDEF;
+        config.numRmaCtx = UNDEF;
+        config.maxP2pPeers = UNDEF;
+        result::comm_init_rank_config(&mut comm, nranks, uid, rank, &mut config).map_err(fail)?;
+    }
+    Ok(comm as usize)
+}
+
+/// Whether a communicator's last operations are done: `Ok(true)` ready, `Ok(false)` still
+/// in progress (`ncclCommGetAsyncError`), or its error.
+pub(crate) fn state(comm: usize) -> R<bool> {
+    let mut r = sys::ncclResult_t::ncclSuccess;
+    // SAFETY: `comm` is a live communicator (its owner borrows it); `r` receives the state.
+    unsafe { sys::ncclCommGetAsyncError(comm as sys::ncclComm_t, &mut r) }.result().map_err(fail)?;
+    match r.result() {
+        Ok(result::NcclStatus::InProgress) => Ok(false),
+        Ok(_) => Ok(true),
+        Err(e) => Err(fail(e)),
+    }
+}
+
+/// Aborts a communicator (`ncclCommAbort`): its kernels stop waiting, its resources are
+/// freed, and the handle is dead. Its owner never uses or destroys it afterwards.
+pub(crate) fn abort(comm: usize) {
+    // SAFETY: `comm` is live and its owner gives it up here (it is marked aborted first).
+    if let Err(e) = unsafe { result::comm_abort(comm as sys::ncclComm_t) } {
+        let f = fail(e);
+        log::error!("capture-core: ncclCommAbort failed: {} ({})", f.code, f.text);
+    }
 }
 
 /// Starts a group of NCCL calls.

@@ -10,17 +10,25 @@
 #![cfg_attr(not(feature = "nccl"), allow(dead_code))]
 
 use std::collections::BTreeMap;
+use std::sync::{Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 use super::SimDevice;
+use crate::context::Context;
 use crate::device::coll::{Call, CollNode, Dtype, Op};
 
 /// Why a simulated group could not run.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub(crate) enum WorldError {
     /// The ranks' calls do not match (what NCCL would hang on, or compute garbage with).
     Mismatch(String),
     /// A buffer address outside its device's allocations.
     Fault(String),
+    /// The peers of a rank-per-process communicator did not come within its timeout; the
+    /// rank's communicator is now aborted.
+    Timeout { rank: usize, waited: Duration },
+    /// The rank's communicator was aborted (after an earlier timeout).
+    Aborted { rank: usize },
 }
 
 fn read(dev: &SimDevice, addr: u64, bytes: usize) -> Result<Vec<u8>, WorldError> {
@@ -132,8 +140,209 @@ fn reduce(parts: &[Vec<u8>], dtype: Dtype, op: Op) -> Result<Vec<u8>, WorldError
 
 /// One rank's calls in a group, on its device.
 pub(crate) struct RankCalls<'d> {
-    pub dev: &'d SimDevice,
+    pub ctx: &'d Context,
     pub nodes: Vec<CollNode>,
+}
+
+/// Performs one group's calls: at once when every rank is here ([`execute`]); for a
+/// communicator made by `Comm::init_rank`, whose other ranks are in other threads, by
+/// meeting them ([`meet`]).
+pub(crate) fn perform(ranks: &[RankCalls<'_>]) -> Result<(), WorldError> {
+    if ranks.iter().any(|r| r.nodes.iter().any(|n| n.link.is_some())) {
+        meet(ranks)
+    } else {
+        execute(ranks)
+    }
+}
+
+/// The ranks of rank-per-process communicators: who has joined, and the rounds of
+/// collectives under way (the k-th group of every rank meets the others' k-th).
+struct Meeting {
+    nranks: usize,
+    /// rank -> its device (one rank per device).
+    joined: BTreeMap<usize, (u64, usize)>,
+    complete: bool,
+    /// Local communicators alive; the meeting is forgotten when the last is dropped.
+    live: usize,
+    /// round -> rank -> (its device, its calls).
+    pending: BTreeMap<u64, BTreeMap<usize, (Context, Vec<CollNode>)>>,
+    /// round -> (outcome, ranks still to read it).
+    done: BTreeMap<u64, (Result<(), WorldError>, usize)>,
+}
+
+static MEETINGS: Mutex<BTreeMap<u64, Meeting>> = Mutex::new(BTreeMap::new());
+static MET: Condvar = Condvar::new();
+
+fn meetings() -> MutexGuard<'static, BTreeMap<u64, Meeting>> {
+    MEETINGS.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Waits on [`MET`] until `ready` or `deadline`; `false` on the deadline.
+fn wait_until(
+    mut g: MutexGuard<'static, BTreeMap<u64, Meeting>>,
+    deadline: Instant,
+    mut ready: impl FnMut(&mut BTreeMap<u64, Meeting>) -> bool,
+) -> (MutexGuard<'static, BTreeMap<u64, Meeting>>, bool) {
+    loop {
+        if ready(&mut g) {
+            return (g, true);
+        }
+        let now = Instant::now();
+        if now >= deadline {
+            return (g, false);
+        }
+        g = MET.wait_timeout(g, deadline - now).unwrap_or_else(|p| p.into_inner()).0;
+    }
+}
+
+/// Rank `rank` of communicator `comm` (of `nranks`) joins, from device `device` (a world and
+/// its index in it), and waits up to `timeout` for every other rank: `Comm::init_rank` on
+/// the simulated device.
+pub(crate) fn join(
+    comm: u64,
+    nranks: usize,
+    rank: usize,
+    device: (u64, usize),
+    timeout: Duration,
+) -> Result<(), WorldError> {
+    let started = Instant::now();
+    let mut g = meetings();
+    let m = g.entry(comm).or_insert_with(|| Meeting {
+        nranks,
+        joined: BTreeMap::new(),
+        complete: false,
+        live: 0,
+        pending: BTreeMap::new(),
+        done: BTreeMap::new(),
+    });
+    if m.complete {
+        return Err(WorldError::Mismatch(
+            "this CommId has made its communicator already: make a new CommId for each communicator".into(),
+        ));
+    }
+    if m.nranks != nranks {
+        return Err(WorldError::Mismatch(format!(
+            "rank {rank} asks for {nranks} ranks, an earlier rank for {}: give every rank the same world size",
+            m.nranks
+        )));
+    }
+    if m.joined.contains_key(&rank) {
+        return Err(WorldError::Mismatch(format!("rank {rank} joined twice: give each process its own rank")));
+    }
+    if let Some((other, _)) = m.joined.iter().find(|(_, d)| **d == device) {
+        return Err(WorldError::Mismatch(format!("ranks {other} and {rank} are on one device: one rank per device")));
+    }
+    m.joined.insert(rank, device);
+    m.live += 1;
+    if m.joined.len() == nranks {
+        m.complete = true;
+        MET.notify_all();
+        return Ok(());
+    }
+    let (mut g, ok) = wait_until(g, started + timeout, |g| g.get(&comm).is_some_and(|m| m.complete));
+    if ok {
+        return Ok(());
+    }
+    if let Some(m) = g.get_mut(&comm) {
+        m.joined.remove(&rank);
+        m.live -= 1;
+        if m.live == 0 {
+            g.remove(&comm);
+        }
+    }
+    Err(WorldError::Timeout { rank, waited: started.elapsed() })
+}
+
+/// A local communicator of `comm` was dropped.
+pub(crate) fn leave(comm: u64) {
+    let mut g = meetings();
+    if let Some(m) = g.get_mut(&comm) {
+        m.live = m.live.saturating_sub(1);
+        if m.live == 0 {
+            g.remove(&comm);
+        }
+    }
+}
+
+/// This thread's ranks of one rank-per-process communicator hand in their calls of one
+/// group; the last rank to arrive performs every rank's, the others wait for it — each up
+/// to its communicator's timeout, after which it withdraws and its communicator is aborted.
+fn meet(ranks: &[RankCalls<'_>]) -> Result<(), WorldError> {
+    let started = Instant::now();
+    let first = ranks.iter().flat_map(|r| r.nodes.iter()).next().ok_or(WorldError::Mismatch("empty group".into()))?;
+    let (comm, nranks) = (first.comm, first.nranks);
+    if ranks.iter().any(|r| r.nodes.iter().any(|n| n.comm != comm || n.link.is_none())) {
+        return Err(WorldError::Mismatch(
+            "a group mixes a communicator made by `Comm::init_rank` with other communicators: on the simulated device, issue its calls in a group of their own".into(),
+        ));
+    }
+    // Each local rank's link (the same for all of its nodes).
+    let mut links: BTreeMap<usize, std::sync::Arc<crate::device::coll::Link>> = BTreeMap::new();
+    for n in ranks.iter().flat_map(|r| r.nodes.iter()) {
+        if let Some(l) = &n.link {
+            links.entry(n.rank).or_insert_with(|| l.clone());
+        }
+    }
+    if let Some((rank, _)) = links.iter().find(|(_, l)| l.is_aborted()) {
+        return Err(WorldError::Aborted { rank: *rank });
+    }
+    let rounds: Vec<u64> = links.values().map(|l| l.rounds.fetch_add(1, std::sync::atomic::Ordering::AcqRel)).collect();
+    let round = rounds[0];
+    let timeout = links.values().map(|l| l.timeout).min().unwrap_or_default();
+    let mut g = meetings();
+    let Some(m) = g.get_mut(&comm) else {
+        return Err(WorldError::Mismatch(format!("communicator #{comm} is not known to the simulated world")));
+    };
+    let slot = m.pending.entry(round).or_default();
+    for r in ranks {
+        for n in &r.nodes {
+            slot.entry(n.rank).or_insert_with(|| (r.ctx.clone(), Vec::new())).1.push(n.clone());
+        }
+    }
+    if slot.len() == nranks {
+        let all = m.pending.remove(&round).unwrap_or_default();
+        let calls: Vec<RankCalls<'_>> =
+            all.iter().map(|(_, (ctx, nodes))| RankCalls { ctx, nodes: nodes.clone() }).collect();
+        let out = execute(&calls);
+        let readers = nranks - links.len();
+        if readers > 0 {
+            m.done.insert(round, (out.clone(), readers));
+        }
+        MET.notify_all();
+        return out;
+    }
+    let (mut g, ok) = wait_until(g, started + timeout, |g| g.get(&comm).is_some_and(|m| m.done.contains_key(&round)));
+    let Some(m) = g.get_mut(&comm) else {
+        return Err(WorldError::Mismatch(format!("communicator #{comm} left the simulated world")));
+    };
+    if ok {
+        let e = m.done.get_mut(&round).map(|(out, left)| {
+            *left -= links.len().min(*left);
+            (out.clone(), *left)
+        });
+        return match e {
+            Some((out, left)) => {
+                if left == 0 {
+                    m.done.remove(&round);
+                }
+                out
+            }
+            None => Err(WorldError::Mismatch("internal: a finished round vanished".into())),
+        };
+    }
+    // Withdraw, and abort this thread's ranks.
+    if let Some(slot) = m.pending.get_mut(&round) {
+        for rank in links.keys() {
+            slot.remove(rank);
+        }
+        if slot.is_empty() {
+            m.pending.remove(&round);
+        }
+    }
+    for l in links.values() {
+        l.abort();
+    }
+    Err(WorldError::Timeout { rank: *links.keys().next().unwrap_or(&0), waited: started.elapsed() })
 }
 
 /// Performs one group's calls across the ranks that issued them.
@@ -142,9 +351,10 @@ pub(crate) fn execute(ranks: &[RankCalls<'_>]) -> Result<(), WorldError> {
     type PerRank<'a> = BTreeMap<usize, (&'a SimDevice, Vec<Call>, Vec<Call>)>;
     let mut comms: BTreeMap<u64, (usize, PerRank<'_>)> = BTreeMap::new();
     for r in ranks {
+        let dev = r.ctx.sim().ok_or_else(|| WorldError::Mismatch("a rank's device is not simulated".into()))?;
         for n in &r.nodes {
             let entry = comms.entry(n.comm).or_insert_with(|| (n.nranks, BTreeMap::new()));
-            let (_, colls, p2p) = entry.1.entry(n.rank).or_insert_with(|| (r.dev, Vec::new(), Vec::new()));
+            let (_, colls, p2p) = entry.1.entry(n.rank).or_insert_with(|| (dev, Vec::new(), Vec::new()));
             if n.call.is_p2p() {
                 p2p.push(n.call);
             } else {
