@@ -85,10 +85,8 @@ impl CommId {
             static NEXT_SIM: AtomicU64 = AtomicU64::new(1);
             let mut b = [0u8; 128];
             b[..16].copy_from_slice(SIM_MARK);
-            b[16..24].copy_from_slice(&u64::from(std::process::id()).to_le_bytes());
-            b[24..32].copy_from_slice(&NEXT_SIM.fetch_add(1, Ordering::Relaxed).to_le_bytes());
-            let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
-            b[32..48].copy_from_slice(&t.as_nanos().to_le_bytes());
+            // Simulated ranks are threads of this process: a counter makes it unique.
+            b[16..24].copy_from_slice(&NEXT_SIM.fetch_add(1, Ordering::Relaxed).to_le_bytes());
             return Ok(CommId(b));
         }
         if !crate::raw::nccl::present() {

@@ -29,6 +29,48 @@
 //! assert_eq!(streams[1].download(&y[1])?[0], 2.0);
 //! # Ok(()) }
 //! ```
+//!
+//! ## One rank per process
+//!
+//! Where each process drives one GPU (as under `torchrun` or MPI), one process makes a
+//! [`CommId`] and hands its text to the others (a command line, a file, a socket), and each
+//! joins with [`Comm::init_rank`], giving a timeout. Each process then issues, captures and
+//! replays its own rank's work; [`Comm::wait`] waits for it. A peer that does not take part
+//! — one that never joins, crashed, or issues other collectives — ends the wait with
+//! [`Error::CollectiveTimeout`](crate::Error::CollectiveTimeout) and aborts the
+//! communicator, rather than hanging the process. On the simulated device, threads stand in
+//! for the processes:
+//!
+//! ```
+//! use std::time::Duration;
+//! use capture_core::collective::{Comm, CommId, Group, MultiCapture, ReduceOp};
+//! use capture_core::{CaptureOptions, Context, Result};
+//!
+//! fn rank(r: usize, id: String) -> Result<f32> {
+//!     let ctx = Context::simulated(); // a process's own device: Context::open(r)? on GPUs
+//!     let mut streams = [ctx.new_stream()?];
+//!     let comm = Comm::init_rank(&mut streams[0], &id.parse()?, r, 2, Duration::from_secs(30))?;
+//!     let x = streams[0].upload_new(&[r as f32 + 1.0; 256])?;
+//!     let y = streams[0].alloc_zeros::<f32>(256)?;
+//!     let (step, _) = {
+//!         let mut cap = MultiCapture::begin(&mut streams, CaptureOptions::new())?;
+//!         let mut g = Group::new();
+//!         g.all_reduce(cap.stream(0).expect("rank"), &comm, &x, &y, ReduceOp::Sum)?;
+//!         g.launch()?;
+//!         cap.finish()?
+//!     };
+//!     step.launch(&mut streams)?; // this rank's graph; the peer replays its own
+//!     comm.wait(&mut streams[0])?;
+//!     Ok(streams[0].download(&y)?[0])
+//! }
+//!
+//! # fn main() -> Result<()> {
+//! let id = CommId::new(&Context::simulated())?.to_string();
+//! let peer = { let id = id.clone(); std::thread::spawn(move || rank(1, id)) };
+//! assert_eq!(rank(0, id)?, 3.0);
+//! assert_eq!(peer.join().expect("rank 1")?, 3.0);
+//! # Ok(()) }
+//! ```
 
 mod comm;
 pub(crate) mod group;
