@@ -206,7 +206,7 @@ fn main() {
             }
         };
         // 2. WHILE, K steps: zero the counter, then the loop; the body ends with the test.
-        let build_while = |k: u32, x: &mut u64, step: &mut u64, n: &mut u32| -> Result<cu::CUgraphExec, String> {
+        let build_while_unrolled = |k: u32, unroll: u32, x: &mut u64, step: &mut u64, n: &mut u32| -> Result<cu::CUgraphExec, String> {
             ok(
                 cu::cuStreamBeginCapture_v2(s, cu::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),
                 "begin",
@@ -223,23 +223,26 @@ fn main() {
             let mut h = h;
             let mut k = k;
             into_body(b, bodies[0], |bs| {
-                work(bs, x, n);
-                ok(
-                    launch(
-                        fns.step_below,
-                        bs,
-                        1,
-                        &mut [
-                            step as *mut u64 as *mut c_void,
-                            &mut k as *mut u32 as *mut c_void,
-                            &mut h as *mut u64 as *mut c_void,
-                        ],
-                    ),
-                    "step_below",
-                );
+                for _ in 0..unroll {
+                    work(bs, x, n);
+                    ok(
+                        launch(
+                            fns.step_below,
+                            bs,
+                            1,
+                            &mut [
+                                step as *mut u64 as *mut c_void,
+                                &mut k as *mut u32 as *mut c_void,
+                                &mut h as *mut u64 as *mut c_void,
+                            ],
+                        ),
+                        "step_below",
+                    );
+                }
             })?;
             instantiate(s)
         };
+        let build_while = |k: u32, x: &mut u64, step: &mut u64, n: &mut u32| build_while_unrolled(k, 1, x, step, n);
         // The body alone as a graph (host-driven loop): CHAIN kernels and the counter step.
         let mut one = 1u32;
         ok(cu::cuStreamBeginCapture_v2(s, cu::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL), "begin");
@@ -448,6 +451,54 @@ fn main() {
                 bm / c
             );
             cu::cuGraphExecDestroy(w);
+        }
+        // Where the WHILE's cost goes: 8 steps per iteration, and a plain graph of all K
+        // steps (no conditional node) launched once.
+        println!("\nper step (µs), median [p10, p90] of 15 runs");
+        println!("| K | (b) launch each step | WHILE, 1 step per iteration | WHILE, 8 steps per iteration | one plain graph of K steps |");
+        println!("| --- | --- | --- | --- | --- |");
+        for &k in &steps {
+            let w1 = build_while(k, &mut x, &mut step, &mut n).expect("WHILE");
+            let w8 = build_while_unrolled(k, 8, &mut x, &mut step, &mut n).expect("WHILE x8");
+            ok(cu::cuStreamBeginCapture_v2(s, cu::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL), "begin");
+            for _ in 0..k {
+                work(s, &mut x, &mut n);
+                ok(launch(fns.zero, s, 1, &mut [&mut flag as *mut u64 as *mut c_void]), "flag");
+            }
+            let plain = instantiate(s).expect("plain graph");
+            let mut t = [Vec::new(), Vec::new(), Vec::new(), Vec::new()];
+            for rep in 0..17 {
+                let t0 = Instant::now();
+                for _ in 0..k {
+                    ok(cu::cuGraphLaunch(body_exec, s), "launch");
+                }
+                ok(cu::cuStreamSynchronize(s), "sync");
+                let e0 = t0.elapsed();
+                let one = |g| {
+                    let t = Instant::now();
+                    ok(cu::cuGraphLaunch(g, s), "launch");
+                    ok(cu::cuStreamSynchronize(s), "sync");
+                    t.elapsed()
+                };
+                let (e1, e2, e3) = (one(w1), one(w8), one(plain));
+                if rep >= 2 {
+                    for (v, e) in t.iter_mut().zip([e0, e1, e2, e3]) {
+                        v.push(e.as_secs_f64() * 1e6 / k as f64);
+                    }
+                }
+            }
+            assert_eq!(read_u32(step), k, "the unrolled WHILE ran K steps");
+            let cells: Vec<String> = t
+                .into_iter()
+                .map(|v| {
+                    let (m, a, b) = median(v);
+                    format!("{m:.2} [{a:.2}, {b:.2}]")
+                })
+                .collect();
+            println!("| {k} | {} |", cells.join(" | "));
+            cu::cuGraphExecDestroy(w1);
+            cu::cuGraphExecDestroy(w8);
+            cu::cuGraphExecDestroy(plain);
         }
     }
 }
