@@ -27,7 +27,21 @@ struct Fns {
 /// Launches `f` with one thread on `s`; `args` are pointers to each argument.
 unsafe fn launch(f: cu::CUfunction, s: cu::CUstream, grid: u32, args: &mut [*mut c_void]) -> cu::CUresult {
     // SAFETY: forwarded; `args` matches `f`'s parameters at every call site below.
-    unsafe { cu::cuLaunchKernel(f, grid, 1, 1, if grid > 1 { 256 } else { 1 }, 1, 1, 0, s, args.as_mut_ptr(), std::ptr::null_mut()) }
+    unsafe {
+        cu::cuLaunchKernel(
+            f,
+            grid,
+            1,
+            1,
+            if grid > 1 { 256 } else { 1 },
+            1,
+            1,
+            0,
+            s,
+            args.as_mut_ptr(),
+            std::ptr::null_mut(),
+        )
+    }
 }
 
 /// Adds a conditional node of `ty` with `size` bodies at the current end of `s`'s capture;
@@ -206,42 +220,44 @@ fn main() {
             }
         };
         // 2. WHILE, K steps: zero the counter, then the loop; the body ends with the test.
-        let build_while_unrolled = |k: u32, unroll: u32, x: &mut u64, step: &mut u64, n: &mut u32| -> Result<cu::CUgraphExec, String> {
-            ok(
-                cu::cuStreamBeginCapture_v2(s, cu::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),
-                "begin",
-            );
-            ok(launch(fns.zero, s, 1, &mut [step as *mut u64 as *mut c_void]), "zero");
-            let (h, bodies) = match conditional(cuctx, s, cu::CUgraphConditionalNodeType::CU_GRAPH_COND_TYPE_WHILE, 1, 1) {
-                Ok(v) => v,
-                Err(e) => {
-                    let mut g = std::ptr::null_mut();
-                    cu::cuStreamEndCapture(s, &mut g);
-                    return Err(e);
-                }
+        let build_while_unrolled =
+            |k: u32, unroll: u32, x: &mut u64, step: &mut u64, n: &mut u32| -> Result<cu::CUgraphExec, String> {
+                ok(
+                    cu::cuStreamBeginCapture_v2(s, cu::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),
+                    "begin",
+                );
+                ok(launch(fns.zero, s, 1, &mut [step as *mut u64 as *mut c_void]), "zero");
+                let (h, bodies) =
+                    match conditional(cuctx, s, cu::CUgraphConditionalNodeType::CU_GRAPH_COND_TYPE_WHILE, 1, 1) {
+                        Ok(v) => v,
+                        Err(e) => {
+                            let mut g = std::ptr::null_mut();
+                            cu::cuStreamEndCapture(s, &mut g);
+                            return Err(e);
+                        }
+                    };
+                let mut h = h;
+                let mut k = k;
+                into_body(b, bodies[0], |bs| {
+                    for _ in 0..unroll {
+                        work(bs, x, n);
+                        ok(
+                            launch(
+                                fns.step_below,
+                                bs,
+                                1,
+                                &mut [
+                                    step as *mut u64 as *mut c_void,
+                                    &mut k as *mut u32 as *mut c_void,
+                                    &mut h as *mut u64 as *mut c_void,
+                                ],
+                            ),
+                            "step_below",
+                        );
+                    }
+                })?;
+                instantiate(s)
             };
-            let mut h = h;
-            let mut k = k;
-            into_body(b, bodies[0], |bs| {
-                for _ in 0..unroll {
-                    work(bs, x, n);
-                    ok(
-                        launch(
-                            fns.step_below,
-                            bs,
-                            1,
-                            &mut [
-                                step as *mut u64 as *mut c_void,
-                                &mut k as *mut u32 as *mut c_void,
-                                &mut h as *mut u64 as *mut c_void,
-                            ],
-                        ),
-                        "step_below",
-                    );
-                }
-            })?;
-            instantiate(s)
-        };
         let build_while = |k: u32, x: &mut u64, step: &mut u64, n: &mut u32| build_while_unrolled(k, 1, x, step, n);
         // The body alone as a graph (host-driven loop): CHAIN kernels and the counter step.
         let mut one = 1u32;
@@ -292,7 +308,15 @@ fn main() {
                 for (i, g) in bodies.iter().enumerate() {
                     into_body(b, *g, |bs| {
                         for _ in 0..=i {
-                            ok(launch(fns.incr, bs, 16, &mut [&mut x as *mut u64 as *mut c_void, &mut n as *mut u32 as *mut c_void]), "incr");
+                            ok(
+                                launch(
+                                    fns.incr,
+                                    bs,
+                                    16,
+                                    &mut [&mut x as *mut u64 as *mut c_void, &mut n as *mut u32 as *mut c_void],
+                                ),
+                                "incr",
+                            );
                         }
                     })?;
                 }
@@ -334,7 +358,12 @@ fn main() {
                         return Err(format!("nested handle: {r:?}"));
                     }
                     ok(
-                        launch(fns.from_flag, bs, 1, &mut [&mut flag as *mut u64 as *mut c_void, &mut hi as *mut u64 as *mut c_void]),
+                        launch(
+                            fns.from_flag,
+                            bs,
+                            1,
+                            &mut [&mut flag as *mut u64 as *mut c_void, &mut hi as *mut u64 as *mut c_void],
+                        ),
                         "from_flag",
                     );
                     let mut st2 = cu::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
@@ -359,7 +388,15 @@ fn main() {
                     let mut c3 = std::ptr::null_mut();
                     cu::cuStreamCreate(&mut c3, 1);
                     into_body(c3, ib, |cs| {
-                        ok(launch(fns.incr, cs, 16, &mut [&mut x as *mut u64 as *mut c_void, &mut n as *mut u32 as *mut c_void]), "incr");
+                        ok(
+                            launch(
+                                fns.incr,
+                                cs,
+                                16,
+                                &mut [&mut x as *mut u64 as *mut c_void, &mut n as *mut u32 as *mut c_void],
+                            ),
+                            "incr",
+                        );
                     })?;
                     let mut four = 4u32;
                     ok(
@@ -412,7 +449,9 @@ fn main() {
         // device word each step; (b) a launch per step, one synchronize at the end; (c) one
         // launch of a WHILE graph of K steps.
         println!("\nper step (µs): median [p10, p90] of 15 runs; body = {CHAIN} kernels + 1 one-thread kernel");
-        println!("| K | (a) launch + read each step | (b) launch each step | (c) one WHILE launch | (a)/(c) | (b)/(c) |");
+        println!(
+            "| K | (a) launch + read each step | (b) launch each step | (c) one WHILE launch | (a)/(c) | (b)/(c) |"
+        );
         println!("| --- | --- | --- | --- | --- | --- |");
         for &k in &steps {
             let w = build_while(k, &mut x, &mut step, &mut n).expect("WHILE graph");

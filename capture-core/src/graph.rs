@@ -41,6 +41,8 @@ pub struct Graph<'a> {
     pub(crate) ops_total: usize,
     /// Collective calls in the graph: it runs only together with the other ranks' graphs.
     pub(crate) collectives: usize,
+    /// The rank-per-process communicators its collectives use (checked at each launch).
+    pub(crate) comm_links: Vec<std::sync::Arc<crate::device::coll::Link>>,
     /// The flags it was instantiated with.
     pub(crate) flags: InstantiateFlags,
     _borrows: PhantomData<Capturing<'a>>,
@@ -67,6 +69,7 @@ impl Graph<'_> {
             ops: Vec::new(),
             ops_total: 0,
             collectives: 0,
+            comm_links: Vec::new(),
             flags: InstantiateFlags::default(),
             _borrows: PhantomData,
             _not_sync: PhantomData,
@@ -90,6 +93,11 @@ impl Graph<'_> {
     pub(crate) fn launch_at(&self, stream: &mut Stream<Idle>, site: CallSite) -> Result<()> {
         if !self.ctx.same(&stream.ctx) {
             return Err(Error::ContextMismatch { op: "Graph::launch", what: "stream" });
+        }
+        // An aborted communicator's kernels return at once: the replay would compute garbage
+        // and report nothing.
+        if let Some(l) = self.comm_links.iter().find(|l| l.is_aborted()) {
+            return Err(Error::CommAborted { rank: l.rank });
         }
         stream.run("Graph::launch", site, |b, s| b.graph_launch(self.exec, s))
     }
@@ -122,6 +130,7 @@ impl Graph<'_> {
         g.ops = std::mem::take(&mut self.ops);
         g.ops_total = self.ops_total;
         g.collectives = self.collectives;
+        g.comm_links = std::mem::take(&mut self.comm_links);
         g.flags = self.flags;
         // `self` no longer owns the handles: its `Drop` skips null ones.
         self.exec = RawExec(0);

@@ -142,6 +142,9 @@ pub struct CaptureBook {
     pub(crate) picture: bool,
     /// Collective calls recorded (their graph only runs with every rank's).
     pub(crate) collectives: usize,
+    /// The rank-per-process communicators the capture's collectives use: a graph whose
+    /// communicator was aborted must not replay (its collectives would return at once).
+    pub(crate) comm_links: Vec<std::sync::Arc<crate::device::coll::Link>>,
     /// How `finish` instantiates.
     pub(crate) instantiate: InstantiateFlags,
 }
@@ -258,6 +261,7 @@ impl<'s, 'a> CaptureGuard<'s, 'a> {
             trace: Vec::new(),
             picture: opts.trace_ops || idle.ctx.sim().is_some(),
             collectives: 0,
+            comm_links: Vec::new(),
             instantiate: opts.instantiate,
         }));
         {
@@ -558,6 +562,7 @@ impl<'a> Ended<'_, 'a> {
         g.ops_total = report.operations;
         g.flags = flags;
         g.collectives = self.guard.book.borrow().collectives;
+        g.comm_links = self.guard.book.borrow().comm_links.clone();
         Ok((g, report))
     }
 }
@@ -633,6 +638,7 @@ impl<'s, 'a> CaptureGuard<'s, 'a> {
                 graph.ops = std::mem::take(&mut self.book.borrow_mut().trace);
                 graph.ops_total = report.operations;
                 graph.collectives = self.book.borrow().collectives;
+                graph.comm_links = self.book.borrow().comm_links.clone();
                 Ok((GraphUpdate::InPlace, report))
             }
             Ok(false) | Err(_) => {
@@ -665,6 +671,7 @@ impl<'s, 'a> CaptureGuard<'s, 'a> {
                 graph.ops = std::mem::take(&mut self.book.borrow_mut().trace);
                 graph.ops_total = report.operations;
                 graph.collectives = self.book.borrow().collectives;
+                graph.comm_links = self.book.borrow().comm_links.clone();
                 Ok((GraphUpdate::Reinstantiated, report))
             }
         }

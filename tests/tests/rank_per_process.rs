@@ -96,20 +96,20 @@ fn absent_peer(ctx: Context, ids: [CommId; 2], rank: usize, n: usize, hold: impl
     }
     let mut streams = [stream];
     // The replay nobody joins.
-    let err = (|| -> capture_core::Result<()> {
-        let (graphs, _) = {
-            let mut cap = MultiCapture::begin(&mut streams, CaptureOptions::new())?;
-            let mut g = Group::new();
-            g.all_reduce(cap.stream(0).unwrap(), &comm, &x, &y, ReduceOp::Sum)?;
-            g.launch()?;
-            cap.finish()?
-        };
-        graphs.launch(&mut streams)?;
-        comm.wait(&mut streams[0])
-    })()
-    .unwrap_err();
+    let (graphs, _) = {
+        let mut cap = MultiCapture::begin(&mut streams, CaptureOptions::new()).unwrap();
+        let mut g = Group::new();
+        g.all_reduce(cap.stream(0).unwrap(), &comm, &x, &y, ReduceOp::Sum).unwrap();
+        g.launch().unwrap();
+        cap.finish().unwrap()
+    };
+    let err = graphs.launch(&mut streams).and_then(|()| comm.wait(&mut streams[0])).unwrap_err();
     assert!(matches!(err, Error::CollectiveTimeout { rank: 0, .. }), "{err}");
     assert!(comm.is_aborted());
+    // The graph of an aborted communicator does not replay (it would compute nothing).
+    let e = graphs.launch(&mut streams).unwrap_err();
+    assert!(matches!(e, Error::CommAborted { rank: 0 }), "{e}");
+    drop(graphs);
     let e = Group::new().all_reduce(&mut streams[0], &comm, &x, &y, ReduceOp::Sum).unwrap_err();
     assert!(matches!(e, Error::CommAborted { rank: 0 }), "{e}");
     // The first collective of the second communicator, captured, with its peer absent.

@@ -315,7 +315,7 @@ impl Comm {
             return bad("a timeout of zero: give how long a rank may wait for the others (seconds, say)".into());
         }
         ctx.fail_fast("Comm::init_rank", site)?;
-        let link = Arc::new(crate::device::coll::Link::new(timeout));
+        let link = Arc::new(crate::device::coll::Link::new(rank, timeout));
         if ctx.kind() == DeviceKind::Simulated {
             if !id.is_simulated() {
                 return bad("an id made for GPUs was given to a simulated device: make it with `CommId::new` on a simulated context".into());

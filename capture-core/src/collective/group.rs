@@ -367,8 +367,14 @@ impl<'g> Group<'g> {
             match &o.book {
                 Some(book) => {
                     <Capturing<'_> as StreamState>::on_op(book, &o.ctx, o.op, o.site);
+                    let mut b = book.borrow_mut();
                     if o.nranks > 1 {
-                        book.borrow_mut().collectives += 1;
+                        b.collectives += 1;
+                    }
+                    if let Some(l) = &o.link {
+                        if !b.comm_links.iter().any(|x| std::sync::Arc::ptr_eq(x, l)) {
+                            b.comm_links.push(l.clone());
+                        }
                     }
                 }
                 None => <Idle as StreamState>::on_op(&(), &o.ctx, o.op, o.site),

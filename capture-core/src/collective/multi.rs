@@ -116,8 +116,11 @@ impl<'a> MultiGraph<'a> {
     /// # Errors
     /// [`Error::InvalidWorld`] unless there is one stream per graph;
     /// [`Error::ContextMismatch`] for a stream of another device than its graph's;
+    /// [`Error::CommAborted`] when a communicator of the step was aborted after a timeout
+    /// (its collectives would return at once, computing nothing);
     /// [`Error::Driver`]; on the simulated device, [`Error::CollectiveMismatch`] where the
-    /// graphs' collectives do not pair up.
+    /// graphs' collectives do not pair up, and [`Error::CollectiveTimeout`] where a peer of a
+    /// rank-per-process communicator does not replay its part in time.
     #[track_caller]
     pub fn launch(&self, streams: &mut [Stream<Idle>]) -> Result<()> {
         let site = CallSite::caller();
@@ -134,6 +137,11 @@ impl<'a> MultiGraph<'a> {
             if !g.context().same(&s.ctx) {
                 return Err(Error::ContextMismatch { op: "MultiGraph::launch", what: "stream" });
             }
+        }
+        // An aborted communicator's kernels return at once: the replay would compute garbage
+        // and report nothing.
+        if let Some(l) = self.graphs.iter().flat_map(|g| g.comm_links.iter()).find(|l| l.is_aborted()) {
+            return Err(Error::CommAborted { rank: l.rank });
         }
         if self.graphs.first().is_some_and(|g| g.context().sim().is_some()) {
             return self.launch_sim(streams, site);

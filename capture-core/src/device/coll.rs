@@ -93,14 +93,16 @@ pub(crate) struct CollNode {
 /// (the simulated world meets the ranks' k-th rounds together).
 #[derive(Debug)]
 pub(crate) struct Link {
+    pub rank: usize,
     pub timeout: std::time::Duration,
     pub aborted: std::sync::atomic::AtomicBool,
     pub rounds: std::sync::atomic::AtomicU64,
 }
 
 impl Link {
-    pub(crate) fn new(timeout: std::time::Duration) -> Self {
+    pub(crate) fn new(rank: usize, timeout: std::time::Duration) -> Self {
         Self {
+            rank,
             timeout,
             aborted: std::sync::atomic::AtomicBool::new(false),
             rounds: std::sync::atomic::AtomicU64::new(0),
