@@ -273,7 +273,9 @@ impl Comm {
     /// `timeout` bounds every wait for the other ranks: here, in a [`Group::launch`]
     /// (NCCL connects to a peer on the first call that needs it), and in [`Comm::wait`]. A
     /// peer that does not come within it is [`Error::CollectiveTimeout`], never a hang: the
-    /// communicator is aborted and later calls give [`Error::CommAborted`].
+    /// communicator is aborted and later calls give [`Error::CommAborted`]. Inside a capture
+    /// with a watchdog deadline ([`CaptureOptions::deadline`](crate::CaptureOptions::deadline)),
+    /// a group's wait also ends when the watchdog fires.
     ///
     /// What this process cannot see is not checked here: that the other processes issue
     /// the same collectives in the same order (in one process, [`Group`] checks every rank
@@ -346,7 +348,7 @@ impl Comm {
             .map_err(|e| Error::Driver { op: "cuCtxSetCurrent", code: crate::error::DriverCode(e.0 as u32) })?;
         let raw = crate::raw::nccl::init_rank(world_size as i32, id.as_bytes(), rank as i32)
             .map_err(|f| Error::Nccl { op: "ncclCommInitRankConfig", code: f.code, text: f.text })?;
-        settle(raw, &link, rank, "Comm::init_rank")?;
+        settle(raw, &link, rank, "Comm::init_rank", None)?;
         static NEXT: AtomicU64 = AtomicU64::new(1 << 32);
         let id = NEXT.fetch_add(1, Ordering::Relaxed);
         Ok(Comm { ctx, raw, rank, nranks: world_size, id, link: Some(link) })
@@ -361,9 +363,12 @@ impl Comm {
     ///
     /// # Errors
     /// [`Error::CommDeviceMismatch`] for a stream of another device;
-    /// [`Error::CollectiveTimeout`]; [`Error::CommAborted`]; [`Error::Driver`].
+    /// [`Error::CaptureActive`] while a capture forbids a synchronous wait (as
+    /// [`Stream::synchronize`]); [`Error::CollectiveTimeout`]; [`Error::CommAborted`];
+    /// [`Error::Driver`].
     #[track_caller]
     pub fn wait(&self, stream: &mut Stream<crate::state::Idle>) -> Result<()> {
+        let site = crate::error::CallSite::caller();
         if !self.ctx.same(&stream.ctx) {
             return Err(Error::CommDeviceMismatch {
                 op: "Comm::wait",
@@ -373,6 +378,8 @@ impl Comm {
             });
         }
         self.check_usable()?;
+        // A wait (and an abort) would invalidate a capture that forbids synchronous calls.
+        self.ctx.fail_fast("Comm::wait", site)?;
         let link = match &self.link {
             Some(l) if self.raw != 0 => l,
             _ => return stream.synchronize(),
@@ -469,7 +476,16 @@ fn backoff(spins: &mut u32) {
 
 /// Waits until a nonblocking communicator's operations are issued (NCCL may connect to
 /// the peers first), up to its timeout; past it, aborts it.
-pub(crate) fn settle(raw: usize, link: &crate::device::coll::Link, rank: usize, op: &'static str) -> Result<()> {
+/// Within a capture that has a watchdog deadline
+/// ([`CaptureOptions::deadline`](crate::CaptureOptions::deadline)), the wait also ends when
+/// the watchdog fires, whichever comes first.
+pub(crate) fn settle(
+    raw: usize,
+    link: &crate::device::coll::Link,
+    rank: usize,
+    op: &'static str,
+    watch: Option<&crate::watchdog::Watch>,
+) -> Result<()> {
     let started = Instant::now();
     let mut spins = 0u32;
     loop {
@@ -482,7 +498,7 @@ pub(crate) fn settle(raw: usize, link: &crate::device::coll::Link, rank: usize, 
                 return Err(Error::Nccl { op: "ncclCommGetAsyncError", code: f.code, text: f.text });
             }
         }
-        if started.elapsed() >= link.timeout {
+        if started.elapsed() >= link.timeout || watch.is_some_and(|w| w.fired_after().is_some()) {
             link.abort();
             crate::raw::nccl::abort(raw);
             return Err(Error::CollectiveTimeout { op, rank, waited: started.elapsed() });

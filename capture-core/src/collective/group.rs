@@ -358,7 +358,8 @@ impl<'g> Group<'g> {
                 for o in &self.ops {
                     if let (Some(link), false) = (&o.link, seen.contains(&o.comm_raw)) {
                         seen.push(o.comm_raw);
-                        crate::collective::comm::settle(o.comm_raw, link, o.rank, "Group::launch")?;
+                        let watch = o.book.as_ref().and_then(|b| b.borrow().watch.clone());
+                        crate::collective::comm::settle(o.comm_raw, link, o.rank, "Group::launch", watch.as_deref())?;
                     }
                 }
             }
