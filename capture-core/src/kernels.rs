@@ -8,6 +8,13 @@ use crate::device::sim::{KernelCall, KernelFault, SimDevice};
 /// `add_scalar_from_ptr_f32` and `noop` (see `kernels/chain.cu`).
 pub const CHAIN_PTX: &str = include_str!("../kernels/chain.ptx");
 
+/// PTX of the kernels that steer conditional graph nodes from device data — `cond_step_below`,
+/// `cond_until_token`, `cond_from_flag` and `zero_u32` (see `kernels/control.cu`; nvcc 13.0,
+/// `compute_90`). They call `cudaGraphSetConditional`, which the driver's JIT resolves: the
+/// PTX loads like any other (measured on an H100, `docs/probe/conditional.md`). Conditional
+/// nodes are not yet part of the safe API (issue #12).
+pub const CONTROL_PTX: &str = include_str!("../kernels/control.ptx");
+
 fn n(c: &KernelCall<'_>, i: usize) -> Result<usize, KernelFault> {
     Ok(c.u32(i)? as usize)
 }
