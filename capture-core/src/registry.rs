@@ -91,9 +91,7 @@ impl Registry {
                     Deferred::NcclComm(c) => {
                         // A capture on another device may still forbid it (Global mode is
                         // process-wide): then it waits for that one too.
-                        if let Some(c) = fail_fast::defer_comm_destroy(0, c) {
-                            crate::raw::nccl::destroy(c);
-                        }
+                        fail_fast::release_comm_or_defer(0, c);
                         Ok(())
                     }
                 };
@@ -225,12 +223,12 @@ pub(crate) mod fail_fast {
             g.remove(i);
             COUNT.fetch_sub(1, Ordering::Release);
         }
+        // Released while the lock is held, so no capture can begin in between.
         #[cfg(feature = "nccl")]
         if domain == 0 && !g.iter().any(|a| a.domain == 0) {
-            drop(g);
             let comms = std::mem::take(&mut *COMMS.lock().unwrap_or_else(|p| p.into_inner()));
             for c in comms {
-                crate::raw::nccl::destroy(c);
+                crate::raw::nccl::release(c);
             }
         }
     }
@@ -242,11 +240,11 @@ pub(crate) mod fail_fast {
     /// Destroying an NCCL communicator during a Global-mode capture (from any thread) or a
     /// ThreadLocal one (from its thread) returns success but invalidates the capture —
     /// measured on an H100 (`examples/nccl_outside.rs`, `docs/probe/nccl.md`), whichever
-    /// device either is on. So while one is active in `domain`, the destruction is kept
-    /// (`None`) and done when the last capture there ends; otherwise `Some(comm)`: destroy it
-    /// now.
+    /// device either is on. So while one is active in `domain`, the release is kept and done
+    /// when the last capture there ends; otherwise it is done now, with the lock held, so
+    /// that no capture can begin in between.
     #[cfg(feature = "nccl")]
-    pub(crate) fn defer_comm_destroy(domain: usize, comm: usize) -> Option<usize> {
+    pub(crate) fn release_comm_or_defer(domain: usize, comm: usize) {
         let g = lock();
         let me = std::thread::current().id();
         let blocked = g.iter().any(|a| {
@@ -259,9 +257,8 @@ pub(crate) mod fail_fast {
         });
         if blocked {
             COMMS.lock().unwrap_or_else(|p| p.into_inner()).push(comm);
-            None
         } else {
-            Some(comm)
+            crate::raw::nccl::release(comm);
         }
     }
 

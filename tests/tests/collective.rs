@@ -242,7 +242,10 @@ on_world!(bad_input_is_typed_before_nccl_is_called, 2, |ctxs: Vec<Context>| {
     let last = w.comms.pop().unwrap();
     let e = last.destroy(&mut w.streams[0]).unwrap_err();
     assert!(matches!(e, Error::CommDeviceMismatch { op: "Comm::destroy", .. }), "{e}");
-    let first = w.comms.remove(0);
+    let mut first = w.comms.remove(0);
+    // A communicator of `init_all` has no timeout to set.
+    assert_eq!(first.timeout(), None);
+    assert!(matches!(first.set_timeout(std::time::Duration::from_secs(1)).unwrap_err(), Error::InvalidWorld { .. }));
     first.destroy(&mut w.streams[0]).unwrap();
 });
 

@@ -80,8 +80,11 @@ fn step(ctx: Context, id: CommId, rank: usize, n: usize) {
 fn absent_peer(ctx: Context, ids: [CommId; 2], rank: usize, n: usize, hold: impl FnOnce()) {
     let mut stream = new_stream(&ctx);
     let timeout = Duration::from_millis(if ctx.kind() == capture_core::DeviceKind::Simulated { 300 } else { 3000 });
-    let comm = Comm::init_rank(&mut stream, &ids[0], rank, n, timeout).unwrap();
-    let second = Comm::init_rank(&mut stream, &ids[1], rank, n, timeout).unwrap();
+    let long = Duration::from_secs(60);
+    let mut comm = Comm::init_rank(&mut stream, &ids[0], rank, n, long).unwrap();
+    let mut second = Comm::init_rank(&mut stream, &ids[1], rank, n, long).unwrap();
+    comm.set_timeout(timeout).unwrap();
+    second.set_timeout(timeout).unwrap();
     let x = stream.upload_new(&vec![1.0f32; N]).unwrap();
     let y = stream.alloc_zeros::<f32>(N).unwrap();
     let mut g = Group::new();
@@ -208,6 +211,19 @@ fn bad_input_to_init_rank_is_typed() {
     let e0 = Comm::init_rank(&mut s, &id2, 0, 2, Duration::from_millis(500));
     let e1 = h.join().unwrap();
     assert!(e0.is_err() && e1.is_err(), "{e0:?} {e1:?}");
+    // A group may not mix communicators with timeouts and without: NCCL would run the group
+    // as blocking, and a wait for an absent peer would have no limit.
+    let lone = Context::simulated();
+    let mut a = lone.new_stream().unwrap();
+    let all = Comm::init_all(&mut [&mut a]).unwrap().remove(0);
+    let per = Comm::init_rank(&mut a, &CommId::new(&lone).unwrap(), 0, 1, t).unwrap();
+    let x = a.upload_new(&[1.0f32; 8]).unwrap();
+    let y = a.alloc_zeros::<f32>(8).unwrap();
+    let z = a.alloc_zeros::<f32>(8).unwrap();
+    let mut g = Group::new();
+    g.all_reduce(&mut a, &all, &x, &y, ReduceOp::Sum).unwrap();
+    g.all_reduce(&mut a, &per, &x, &z, ReduceOp::Sum).unwrap();
+    assert!(matches!(g.launch().unwrap_err(), Error::CollectiveMismatch { .. }));
     // A world of one is a communicator of one.
     let solo = CommId::new(&ctxs[1]).unwrap();
     let mut s1 = ctxs[1].new_stream().unwrap();
@@ -283,3 +299,92 @@ fn gpu_step_one_rank_per_process() {
 fn gpu_absent_peer_one_rank_per_process() {
     on_processes(2, Scenario::AbsentPeer);
 }
+
+/// Point-to-point needs only its two peers: a pipeline 0 → 1 → 2 where rank 2 takes no part
+/// in the first transfer, and a pair exchanging while a third rank sits out.
+#[test]
+fn point_to_point_needs_only_its_peers() {
+    for idle_third in [false, true] {
+        let id = CommId::new(&Context::simulated()).unwrap().to_string();
+        let ranks: Vec<_> = (0..3)
+            .map(|r| {
+                let id = id.clone();
+                std::thread::spawn(move || -> capture_core::Result<f32> {
+                    let ctx = Context::simulated();
+                    let mut s = ctx.new_stream()?;
+                    let comm = Comm::init_rank(&mut s, &id.parse()?, r, 3, Duration::from_secs(20))?;
+                    let buf = s.upload_new(&[r as f32 + 1.0; 16])?;
+                    let mut g = Group::new();
+                    match (r, idle_third) {
+                        (0, _) => drop(g.send(&mut s, &comm, &buf, 1)?),
+                        (1, _) => drop(g.recv(&mut s, &comm, &buf, 0)?),
+                        (_, true) => return Ok(s.download(&buf)?[0]),
+                        (_, false) => drop(g.recv(&mut s, &comm, &buf, 1)?),
+                    }
+                    g.launch()?;
+                    if r == 1 && !idle_third {
+                        let mut g = Group::new();
+                        g.send(&mut s, &comm, &buf, 2)?;
+                        g.launch()?;
+                    }
+                    comm.wait(&mut s)?;
+                    Ok(s.download(&buf)?[0])
+                })
+            })
+            .collect();
+        let got: Vec<f32> = ranks.into_iter().map(|t| t.join().unwrap().unwrap()).collect();
+        let want = if idle_third { [1.0, 1.0, 3.0] } else { [1.0, 1.0, 1.0] };
+        assert_eq!(got, want, "idle third rank: {idle_third}");
+    }
+}
+
+// A timeout while a graph that holds the communicator's collectives is alive: NCCL's abort
+// waits for every graph holding its work to be destroyed, and this thread holds one — the
+// wait must still end, with a typed error. (A self send/recv is a real NCCL kernel even in
+// a world of one, so one GPU shows it.) A watchdog thread fails the test if it hangs.
+on_both!(a_timeout_with_a_live_graph_ends, |ctx: Context| {
+    let mut s = new_stream(&ctx);
+    let id = CommId::new(&ctx).unwrap();
+    // NCCL's set-up takes longer than the step's timeout: made with a long one, then set.
+    let mut comm = Comm::init_rank(&mut s, &id, 0, 1, Duration::from_secs(60)).unwrap();
+    comm.set_timeout(Duration::from_millis(200)).unwrap();
+    assert_eq!(comm.timeout(), Some(Duration::from_millis(200)));
+    let x = s.upload_new(&[1.0f32; 256]).unwrap();
+    let y = s.alloc_zeros::<f32>(256).unwrap();
+    let big = s.alloc_zeros::<f32>(if cfg!(miri) { 1 << 10 } else { 1 << 28 }).unwrap();
+    let mut streams = [s];
+    let (graphs, _) = {
+        let mut cap = MultiCapture::begin(&mut streams, CaptureOptions::new()).unwrap();
+        let mut g = Group::new();
+        g.send(cap.stream(0).unwrap(), &comm, &x, 0).unwrap();
+        g.recv(cap.stream(0).unwrap(), &comm, &y, 0).unwrap();
+        g.launch().unwrap();
+        cap.finish().unwrap()
+    };
+    graphs.launch(&mut streams).unwrap();
+    comm.wait(&mut streams[0]).unwrap();
+    assert_eq!(streams[0].download(&y).unwrap()[7], 1.0);
+    if ctx.kind() == capture_core::DeviceKind::Simulated {
+        return; // the simulated device runs work at once: nothing stays queued
+    }
+    // Keep the stream busy past the timeout (memsets of 1 GiB: seconds of work).
+    graphs.launch(&mut streams).unwrap();
+    for _ in 0..6000 {
+        streams[0].memset_async(&big, 0).unwrap();
+    }
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let flag = done.clone();
+    std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_secs(60));
+        if !flag.load(std::sync::atomic::Ordering::Acquire) {
+            eprintln!("Comm::wait with a live graph still blocked after 60 s");
+            std::process::exit(42);
+        }
+    });
+    let e = comm.wait(&mut streams[0]).unwrap_err();
+    done.store(true, std::sync::atomic::Ordering::Release);
+    assert!(matches!(e, Error::CollectiveTimeout { op: "Comm::wait", .. }), "{e}");
+    assert!(matches!(graphs.launch(&mut streams).unwrap_err(), Error::CommAborted { .. }));
+    drop(graphs);
+    streams[0].synchronize().unwrap();
+});

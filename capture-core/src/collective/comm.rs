@@ -180,7 +180,13 @@ pub struct Comm {
     /// For [`Comm::init_rank`]'s communicators (the other ranks elsewhere): the timeout and
     /// the abort flag, shared with the nodes of graphs that use it.
     pub(crate) link: Option<Arc<crate::device::coll::Link>>,
+    /// NCCL communicators are not thread-safe: a `Comm` moves between threads (`Send`) but
+    /// is not shared (`!Sync`) — two threads could otherwise both abort it.
+    _not_sync: std::marker::PhantomData<std::cell::Cell<()>>,
 }
+
+static_assertions::assert_impl_all!(Comm: Send);
+static_assertions::assert_not_impl_any!(Comm: Sync);
 
 impl fmt::Debug for Comm {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -262,7 +268,7 @@ impl Comm {
             .into_iter()
             .zip(raws)
             .enumerate()
-            .map(|(rank, (ctx, raw))| Comm { ctx, raw, rank, nranks: n, id, link: None })
+            .map(|(rank, (ctx, raw))| Comm { ctx, raw, rank, nranks: n, id, link: None, _not_sync: Default::default() })
             .collect())
     }
 
@@ -329,9 +335,19 @@ impl Comm {
                 crate::device::sim::world::WorldError::Timeout { rank, waited } => {
                     Error::CollectiveTimeout { op: "Comm::init_rank", rank, waited }
                 }
-                other => Error::InvalidWorld { reason: format!("{other:?}") },
+                crate::device::sim::world::WorldError::Mismatch(reason)
+                | crate::device::sim::world::WorldError::Fault(reason) => Error::InvalidWorld { reason },
+                crate::device::sim::world::WorldError::Aborted { rank } => Error::CommAborted { rank },
             })?;
-            return Ok(Comm { ctx, raw: 0, rank, nranks: world_size, id: key, link: Some(link) });
+            return Ok(Comm {
+                ctx,
+                raw: 0,
+                rank,
+                nranks: world_size,
+                id: key,
+                link: Some(link),
+                _not_sync: Default::default(),
+            });
         }
         if id.is_simulated() {
             return bad(
@@ -342,6 +358,18 @@ impl Comm {
         if !crate::raw::nccl::present() {
             return Err(Error::NcclUnavailable);
         }
+        // `ncclCommInitRankConfig` (nonblocking communicators) came with NCCL 2.14.
+        let version = nccl_version()?;
+        if version < 21400 {
+            return bad(format!(
+                "NCCL {version} has no nonblocking communicators (2.14 or later is needed for `init_rank`'s timeouts)"
+            ));
+        }
+        // The environment can force every communicator blocking, which would make a peer
+        // that never comes a hang instead of a timeout.
+        if std::env::var("NCCL_COMM_BLOCKING").is_ok_and(|v| v.trim() == "1") {
+            return bad("NCCL_COMM_BLOCKING=1 is set: it makes NCCL block without limit, and `init_rank`'s timeouts impossible; unset it".into());
+        }
         // NCCL takes the current device: bind this rank's.
         cudarc::driver::CudaContext::new(ctx.ordinal())
             .and_then(|c| c.bind_to_thread())
@@ -351,14 +379,45 @@ impl Comm {
         settle(raw, &link, rank, "Comm::init_rank", None)?;
         static NEXT: AtomicU64 = AtomicU64::new(1 << 32);
         let id = NEXT.fetch_add(1, Ordering::Relaxed);
-        Ok(Comm { ctx, raw, rank, nranks: world_size, id, link: Some(link) })
+        Ok(Comm { ctx, raw, rank, nranks: world_size, id, link: Some(link), _not_sync: Default::default() })
+    }
+
+    /// The timeout of a communicator of [`init_rank`](Self::init_rank) (`None` for one of
+    /// [`init_all`](Self::init_all), whose ranks are all launched together).
+    pub fn timeout(&self) -> Option<Duration> {
+        self.link.as_ref().map(|l| l.timeout())
+    }
+
+    /// Sets the timeout of a communicator of [`init_rank`](Self::init_rank): NCCL's own
+    /// set-up takes a second or more, so a communicator is often made with a long timeout,
+    /// then given the short one its steps should keep.
+    ///
+    /// # Errors
+    /// [`Error::InvalidWorld`] for a zero timeout, or a communicator of
+    /// [`init_all`](Self::init_all) (which has none).
+    pub fn set_timeout(&mut self, timeout: Duration) -> Result<()> {
+        match &self.link {
+            _ if timeout.is_zero() => Err(Error::InvalidWorld {
+                reason: "a timeout of zero: give how long a rank may wait for the others".into(),
+            }),
+            Some(l) => {
+                l.set_timeout(timeout);
+                Ok(())
+            }
+            None => Err(Error::InvalidWorld {
+                reason: "a communicator of `init_all` has no timeout: all of its ranks are in this process and launched together".into(),
+            }),
+        }
     }
 
     /// Waits until everything queued on `stream` so far is done — a replayed step's
     /// collectives included — for at most the communicator's timeout (given to
-    /// [`init_rank`](Self::init_rank)). Past it, the communicator is aborted, which stops
-    /// its kernels, and the result is [`Error::CollectiveTimeout`]; the stream is then idle
-    /// and usable. For a communicator of [`init_all`](Self::init_all) (every rank in this
+    /// [`init_rank`](Self::init_rank) or [`set_timeout`](Self::set_timeout)). The timeout
+    /// bounds the whole wait, the stream's other work included: give one longer than a
+    /// step. Past it, the communicator is aborted, which stops its kernels, and the result
+    /// is [`Error::CollectiveTimeout`]; the stream is then idle and usable. An error NCCL
+    /// reports meanwhile (a peer that failed) ends the wait at once, as [`Error::Nccl`], the
+    /// communicator aborted too. For a communicator of [`init_all`](Self::init_all) (every rank in this
     /// process, launched together) it is [`Stream::synchronize`].
     ///
     /// # Errors
@@ -392,11 +451,16 @@ impl Comm {
                 Ok(false) => {}
                 Err(code) => return Err(Error::Driver { op: "cuStreamQuery", code }),
             }
-            if started.elapsed() >= link.timeout {
-                link.abort();
-                crate::raw::nccl::abort(self.raw);
-                // The aborted kernels return: the stream drains.
-                stream.synchronize()?;
+            if spins % 64 == 63 {
+                if let Err(f) = crate::raw::nccl::state(self.raw) {
+                    abort_detached(self.raw, link);
+                    drain(stream);
+                    return Err(Error::Nccl { op: "ncclCommGetAsyncError", code: f.code, text: f.text });
+                }
+            }
+            if started.elapsed() >= link.timeout() {
+                abort_detached(self.raw, link);
+                drain(stream);
                 return Err(Error::CollectiveTimeout { op: "Comm::wait", rank: self.rank, waited: started.elapsed() });
             }
             backoff(&mut spins);
@@ -429,6 +493,19 @@ impl Comm {
         }
         // Dropped below with no handle: nothing more to free.
         let raw = std::mem::replace(&mut self.raw, 0);
+        // A communicator in error (or with an operation still in progress) is aborted: NCCL's
+        // destroy would return early, leaking it and leaving this thread inside an NCCL group.
+        let ready = crate::raw::nccl::state(raw).and_then(|ready| {
+            if ready {
+                Ok(())
+            } else {
+                Err(crate::raw::nccl::NcclFail { code: 7, text: "an operation is still in progress".into() })
+            }
+        });
+        if let Err(f) = ready {
+            crate::raw::nccl::abort(raw);
+            return Err(Error::Nccl { op: "ncclCommDestroy (aborted instead)", code: f.code, text: f.text });
+        }
         crate::raw::nccl::destroy_checked(raw).map_err(|f| Error::Nccl {
             op: "ncclCommDestroy",
             code: f.code,
@@ -493,17 +570,39 @@ pub(crate) fn settle(
             Ok(true) => return Ok(()),
             Ok(false) => {}
             Err(f) => {
-                link.abort();
-                crate::raw::nccl::abort(raw);
+                abort_detached(raw, link);
                 return Err(Error::Nccl { op: "ncclCommGetAsyncError", code: f.code, text: f.text });
             }
         }
-        if started.elapsed() >= link.timeout || watch.is_some_and(|w| w.fired_after().is_some()) {
-            link.abort();
-            crate::raw::nccl::abort(raw);
+        if started.elapsed() >= link.timeout() || watch.is_some_and(|w| w.fired_after().is_some()) {
+            abort_detached(raw, link);
             return Err(Error::CollectiveTimeout { op, rank, waited: started.elapsed() });
         }
         backoff(&mut spins);
+    }
+}
+
+/// Aborts a rank-per-process communicator once (the first caller), without waiting for the
+/// abort to finish: `ncclCommAbort` raises NCCL's abort flags first — its kernels stop —
+/// then waits until every graph holding its work is destroyed, and such a graph may belong
+/// to the very caller (a replayed step, a capture under way). So it runs on a thread of its
+/// own, which ends once those graphs are gone.
+pub(crate) fn abort_detached(raw: usize, link: &crate::device::coll::Link) {
+    if !link.abort() {
+        return;
+    }
+    let spawned = std::thread::Builder::new().name("nccl-abort".into()).spawn(move || crate::raw::nccl::abort(raw));
+    if let Err(e) = spawned {
+        log::error!("capture-core: no thread for ncclCommAbort ({e}); aborting here");
+        crate::raw::nccl::abort(raw);
+    }
+}
+
+/// After an abort: waits for the stream's queued work (the aborted kernels return). A
+/// failure is logged; the caller reports the timeout.
+fn drain(stream: &mut Stream<crate::state::Idle>) {
+    if let Err(e) = stream.synchronize() {
+        log::error!("capture-core: synchronizing a stream after aborting its communicator failed: {e}");
     }
 }
 
@@ -516,7 +615,7 @@ impl Drop for Comm {
             return;
         }
         if self.is_aborted() {
-            // `ncclCommAbort` freed it.
+            // `ncclCommAbort` frees it.
             return;
         }
         // Destroying frees device memory: after any capture on the device has ended.
@@ -524,9 +623,7 @@ impl Drop for Comm {
             self.ctx.reg().defer(crate::registry::Deferred::NcclComm(self.raw))
         {
             // No capture on this device; one on another device may still forbid it.
-            if let Some(c) = crate::registry::fail_fast::defer_comm_destroy(self.ctx.inner.domain, c) {
-                crate::raw::nccl::destroy(c);
-            }
+            crate::registry::fail_fast::release_comm_or_defer(self.ctx.inner.domain, c);
         }
     }
 }

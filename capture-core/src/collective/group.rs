@@ -336,6 +336,13 @@ impl<'g> Group<'g> {
                 return Err(Error::CommAborted { rank: o.rank });
             }
         }
+        // NCCL runs a group blocking or not as its communicators are: a mix would let a
+        // blocking communicator's wait for an absent peer hang with no timeout.
+        if self.ops.iter().any(|o| o.link.is_some()) && self.ops.iter().any(|o| o.link.is_none()) {
+            return Err(Error::CollectiveMismatch {
+                reason: "the group mixes communicators of `Comm::init_rank` (with timeouts) and of `Comm::init_all`: issue each kind in a group of its own".into(),
+            });
+        }
         let kind = self.ops[0].ctx.kind();
         match kind {
             DeviceKind::Simulated => launch_sim(&self.ops)?,
@@ -354,12 +361,24 @@ impl<'g> Group<'g> {
                 })?;
                 // A rank-per-process communicator is nonblocking: NCCL may still be
                 // connecting to the peers; wait for it, up to its timeout.
-                let mut seen: Vec<usize> = Vec::new();
+                let mut seen: Vec<(usize, &std::sync::Arc<crate::device::coll::Link>)> = Vec::new();
                 for o in &self.ops {
-                    if let (Some(link), false) = (&o.link, seen.contains(&o.comm_raw)) {
-                        seen.push(o.comm_raw);
-                        let watch = o.book.as_ref().and_then(|b| b.borrow().watch.clone());
-                        crate::collective::comm::settle(o.comm_raw, link, o.rank, "Group::launch", watch.as_deref())?;
+                    if let Some(link) = &o.link {
+                        if !seen.iter().any(|(raw, _)| *raw == o.comm_raw) {
+                            seen.push((o.comm_raw, link));
+                        }
+                    }
+                }
+                for (i, (raw, link)) in seen.iter().enumerate() {
+                    let o = self.ops.iter().find(|o| o.comm_raw == *raw).map_or(0, |o| o.rank);
+                    let watch = self.ops.iter().find_map(|o| o.book.as_ref()).and_then(|b| b.borrow().watch.clone());
+                    if let Err(e) = crate::collective::comm::settle(*raw, link, o, "Group::launch", watch.as_deref()) {
+                        // The group failed: its other communicators are left mid-operation;
+                        // abort them too, so none is used or destroyed in that state.
+                        for (other, l) in &seen[i + 1..] {
+                            crate::collective::comm::abort_detached(*other, l);
+                        }
+                        return Err(e);
                     }
                 }
             }

@@ -94,24 +94,34 @@ pub(crate) struct CollNode {
 #[derive(Debug)]
 pub(crate) struct Link {
     pub rank: usize,
-    pub timeout: std::time::Duration,
-    pub aborted: std::sync::atomic::AtomicBool,
+    timeout_ns: std::sync::atomic::AtomicU64,
+    aborted: std::sync::atomic::AtomicBool,
     pub rounds: std::sync::atomic::AtomicU64,
 }
 
 impl Link {
     pub(crate) fn new(rank: usize, timeout: std::time::Duration) -> Self {
-        Self {
+        let l = Self {
             rank,
-            timeout,
+            timeout_ns: std::sync::atomic::AtomicU64::new(0),
             aborted: std::sync::atomic::AtomicBool::new(false),
             rounds: std::sync::atomic::AtomicU64::new(0),
-        }
+        };
+        l.set_timeout(timeout);
+        l
+    }
+    pub(crate) fn timeout(&self) -> std::time::Duration {
+        std::time::Duration::from_nanos(self.timeout_ns.load(std::sync::atomic::Ordering::Relaxed))
+    }
+    pub(crate) fn set_timeout(&self, t: std::time::Duration) {
+        let ns = u64::try_from(t.as_nanos()).unwrap_or(u64::MAX);
+        self.timeout_ns.store(ns, std::sync::atomic::Ordering::Relaxed);
     }
     pub(crate) fn is_aborted(&self) -> bool {
         self.aborted.load(std::sync::atomic::Ordering::Acquire)
     }
-    pub(crate) fn abort(&self) {
-        self.aborted.store(true, std::sync::atomic::Ordering::Release);
+    /// Marks it aborted; `true` for the first caller only (who then aborts the handle).
+    pub(crate) fn abort(&self) -> bool {
+        !self.aborted.swap(true, std::sync::atomic::Ordering::AcqRel)
     }
 }

@@ -60,9 +60,19 @@ pub(crate) fn init_all(ordinals: &[i32]) -> R<Vec<usize>> {
     unsafe { comm_init_all(ordinals) }
 }
 
-/// Destroys a communicator made by [`init_all`], once (its owner's `Drop`, or the registry
-/// after a capture); a failure is logged.
-pub(crate) fn destroy(comm: usize) {
+/// Releases a communicator its owner gives up (its `Drop`, or the registry after a
+/// capture), once: destroyed when it is ready, aborted when it is in error or an operation is
+/// still in progress — where `ncclCommDestroy` would return early, leaking it and leaving
+/// the calling thread inside an NCCL group. A failure is logged.
+pub(crate) fn release(comm: usize) {
+    match state(comm) {
+        Ok(true) => destroy(comm),
+        _ => abort(comm),
+    }
+}
+
+/// Destroys a communicator, once; a failure is logged.
+fn destroy(comm: usize) {
     // SAFETY: `comm` came from `init_all` and its only owner gives it up here.
     if let Err(f) = unsafe { comm_destroy(comm) } {
         log::error!("capture-core: ncclCommDestroy failed: {} ({})", f.code, f.text);

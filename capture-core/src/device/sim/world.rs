@@ -168,7 +168,12 @@ struct Meeting {
     pending: BTreeMap<u64, BTreeMap<usize, (Context, Vec<CollNode>)>>,
     /// round -> (outcome, ranks still to read it).
     done: BTreeMap<u64, (Result<(), WorldError>, usize)>,
+    /// (from, to) -> messages sent and not yet received.
+    channels: BTreeMap<(usize, usize), std::collections::VecDeque<Message>>,
 }
+
+/// A point-to-point message in flight: element count, type, bytes.
+type Message = (usize, Dtype, Vec<u8>);
 
 static MEETINGS: Mutex<BTreeMap<u64, Meeting>> = Mutex::new(BTreeMap::new());
 static MET: Condvar = Condvar::new();
@@ -214,6 +219,7 @@ pub(crate) fn join(
         live: 0,
         pending: BTreeMap::new(),
         done: BTreeMap::new(),
+        channels: BTreeMap::new(),
     });
     if m.complete {
         return Err(WorldError::Mismatch(
@@ -265,8 +271,11 @@ pub(crate) fn leave(comm: u64) {
 }
 
 /// This thread's ranks of one rank-per-process communicator hand in their calls of one
-/// group; the last rank to arrive performs every rank's, the others wait for it — each up
-/// to its communicator's timeout, after which it withdraws and its communicator is aborted.
+/// group. Collectives meet every rank's: the last rank to arrive performs every rank's, the
+/// others wait for it. Point-to-point calls need only their peer, as in NCCL: a send leaves
+/// its data in the channel to its peer, a receive takes the next message from its peer's
+/// channel. Every wait lasts at most the communicator's timeout, after which the rank
+/// withdraws and its communicator is aborted.
 fn meet(ranks: &[RankCalls<'_>]) -> Result<(), WorldError> {
     let started = Instant::now();
     let first = ranks.iter().flat_map(|r| r.nodes.iter()).next().ok_or(WorldError::Mismatch("empty group".into()))?;
@@ -286,63 +295,124 @@ fn meet(ranks: &[RankCalls<'_>]) -> Result<(), WorldError> {
     if let Some((rank, _)) = links.iter().find(|(_, l)| l.is_aborted()) {
         return Err(WorldError::Aborted { rank: *rank });
     }
-    let rounds: Vec<u64> = links.values().map(|l| l.rounds.fetch_add(1, std::sync::atomic::Ordering::AcqRel)).collect();
-    let round = rounds[0];
-    let timeout = links.values().map(|l| l.timeout).min().unwrap_or_default();
-    let mut g = meetings();
-    let Some(m) = g.get_mut(&comm) else {
-        return Err(WorldError::Mismatch(format!("communicator #{comm} is not known to the simulated world")));
-    };
-    let slot = m.pending.entry(round).or_default();
-    for r in ranks {
-        for n in &r.nodes {
-            slot.entry(n.rank).or_insert_with(|| (r.ctx.clone(), Vec::new())).1.push(n.clone());
+    let timeout = links.values().map(|l| l.timeout()).min().unwrap_or_default();
+    let deadline = started + timeout;
+    let fail = |links: &BTreeMap<usize, std::sync::Arc<crate::device::coll::Link>>| {
+        for l in links.values() {
+            l.abort();
         }
-    }
-    if slot.len() == nranks {
-        let all = m.pending.remove(&round).unwrap_or_default();
-        let calls: Vec<RankCalls<'_>> =
-            all.iter().map(|(_, (ctx, nodes))| RankCalls { ctx, nodes: nodes.clone() }).collect();
-        let out = execute(&calls);
-        let readers = nranks - links.len();
-        if readers > 0 {
-            m.done.insert(round, (out.clone(), readers));
-        }
-        MET.notify_all();
-        return out;
-    }
-    let (mut g, ok) = wait_until(g, started + timeout, |g| g.get(&comm).is_some_and(|m| m.done.contains_key(&round)));
-    let Some(m) = g.get_mut(&comm) else {
-        return Err(WorldError::Mismatch(format!("communicator #{comm} left the simulated world")));
+        WorldError::Timeout { rank: *links.keys().next().unwrap_or(&0), waited: started.elapsed() }
     };
-    if ok {
-        let e = m.done.get_mut(&round).map(|(out, left)| {
-            *left -= links.len().min(*left);
-            (out.clone(), *left)
-        });
-        return match e {
-            Some((out, left)) => {
-                if left == 0 {
-                    m.done.remove(&round);
-                }
-                out
-            }
-            None => Err(WorldError::Mismatch("internal: a finished round vanished".into())),
+    let colls: Vec<(&RankCalls<'_>, Vec<CollNode>)> = ranks
+        .iter()
+        .map(|r| (r, r.nodes.iter().filter(|n| !n.call.is_p2p()).cloned().collect::<Vec<_>>()))
+        .filter(|(_, v)| !v.is_empty())
+        .collect();
+    if !colls.is_empty() {
+        // The k-th group with collectives of every rank meets the others' k-th.
+        let rounds: Vec<u64> =
+            links.values().map(|l| l.rounds.fetch_add(1, std::sync::atomic::Ordering::AcqRel)).collect();
+        let round = rounds[0];
+        let mut g = meetings();
+        let Some(m) = g.get_mut(&comm) else {
+            return Err(WorldError::Mismatch(format!("communicator #{comm} is not known to the simulated world")));
         };
-    }
-    // Withdraw, and abort this thread's ranks.
-    if let Some(slot) = m.pending.get_mut(&round) {
-        for rank in links.keys() {
-            slot.remove(rank);
+        let slot = m.pending.entry(round).or_default();
+        for (r, nodes) in &colls {
+            for n in nodes {
+                slot.entry(n.rank).or_insert_with(|| (r.ctx.clone(), Vec::new())).1.push(n.clone());
+            }
         }
-        if slot.is_empty() {
-            m.pending.remove(&round);
+        if slot.len() == nranks {
+            let all = m.pending.remove(&round).unwrap_or_default();
+            let calls: Vec<RankCalls<'_>> =
+                all.iter().map(|(_, (ctx, nodes))| RankCalls { ctx, nodes: nodes.clone() }).collect();
+            let out = execute(&calls);
+            let readers = nranks - links.len();
+            if readers > 0 {
+                m.done.insert(round, (out.clone(), readers));
+            }
+            MET.notify_all();
+            out?;
+        } else {
+            let (mut g, ok) = wait_until(g, deadline, |g| g.get(&comm).is_some_and(|m| m.done.contains_key(&round)));
+            let Some(m) = g.get_mut(&comm) else {
+                return Err(WorldError::Mismatch(format!("communicator #{comm} left the simulated world")));
+            };
+            if !ok {
+                // Withdraw, and abort this thread's ranks.
+                if let Some(slot) = m.pending.get_mut(&round) {
+                    for rank in links.keys() {
+                        slot.remove(rank);
+                    }
+                    if slot.is_empty() {
+                        m.pending.remove(&round);
+                    }
+                }
+                return Err(fail(&links));
+            }
+            let e = m.done.get_mut(&round).map(|(out, left)| {
+                *left -= links.len().min(*left);
+                (out.clone(), *left)
+            });
+            match e {
+                Some((out, left)) => {
+                    if left == 0 {
+                        m.done.remove(&round);
+                    }
+                    out?;
+                }
+                None => return Err(WorldError::Mismatch("internal: a finished round vanished".into())),
+            }
         }
     }
-    for l in links.values() {
-        l.abort();
+    // Point-to-point: every send of this thread's ranks first, then every receive.
+    let p2p: Vec<(&RankCalls<'_>, &CollNode)> =
+        ranks.iter().flat_map(|r| r.nodes.iter().filter(|n| n.call.is_p2p()).map(move |n| (r, n))).collect();
+    if p2p.is_empty() {
+        return Ok(());
     }
-    Err(WorldError::Timeout { rank: *links.keys().next().unwrap_or(&0), waited: started.elapsed() })
+    let mut outgoing = Vec::new();
+    for (r, n) in &p2p {
+        if let Call::Send { send, count, dtype, peer } = n.call {
+            let dev = r.ctx.sim().ok_or_else(|| WorldError::Mismatch("a rank's device is not simulated".into()))?;
+            outgoing.push(((n.rank, peer as usize), (count, dtype, read(dev, send, count * dtype.size())?)));
+        }
+    }
+    let mut g = meetings();
+    {
+        let Some(m) = g.get_mut(&comm) else {
+            return Err(WorldError::Mismatch(format!("communicator #{comm} is not known to the simulated world")));
+        };
+        for (key, msg) in outgoing {
+            m.channels.entry(key).or_default().push_back(msg);
+        }
+    }
+    MET.notify_all();
+    for (r, n) in &p2p {
+        let Call::Recv { recv, count, dtype, peer } = n.call else { continue };
+        let key = (peer as usize, n.rank);
+        let (g2, ok) = wait_until(g, deadline, |g| {
+            g.get(&comm).is_some_and(|m| m.channels.get(&key).is_some_and(|q| !q.is_empty()))
+        });
+        g = g2;
+        if !ok {
+            return Err(fail(&links));
+        }
+        let msg = g.get_mut(&comm).and_then(|m| m.channels.get_mut(&key)).and_then(|q| q.pop_front());
+        let Some((c, d, data)) = msg else {
+            return Err(WorldError::Mismatch("internal: a message vanished".into()));
+        };
+        if (c, d) != (count, dtype) {
+            return Err(WorldError::Mismatch(format!(
+                "communicator #{comm}: rank {peer} sends {c} x {d:?} to rank {}, which receives {count} x {dtype:?}",
+                n.rank
+            )));
+        }
+        let dev = r.ctx.sim().ok_or_else(|| WorldError::Mismatch("a rank's device is not simulated".into()))?;
+        write(dev, recv, &data)?;
+    }
+    Ok(())
 }
 
 /// Performs one group's calls across the ranks that issued them.
