@@ -97,21 +97,27 @@ on_world!(every_collective_moves_the_right_data_eagerly, 2, |ctxs: Vec<Context>|
     assert_eq!(w.streams[0].download(&yi[0]).unwrap()[63], prod);
 });
 
-on_world!(a_captured_step_replays_every_rank_with_fresh_inputs, 2, |ctxs: Vec<Context>| {
-    let mut w = world(ctxs);
+/// A step's buffers on every rank — pinned inputs, and x, h, y of N zeros — after one
+/// eager all-reduce: NCCL connects lazily, so a capture after it records only the collective
+/// itself (the rule the probe measured).
+type StepBufs = (Vec<capture_core::PinnedBuffer<f32>>, [Vec<DeviceBuffer<f32>>; 3]);
+fn step_bufs(w: &mut World) -> StepBufs {
     let n = w.ctxs.len();
     let inputs: Vec<_> = (0..n).map(|r| w.streams[r].alloc_pinned::<f32>(N).unwrap()).collect();
-    let x = bufs(&mut w, N, |_, _| 0.0);
-    let h = bufs(&mut w, N, |_, _| 0.0);
-    let y = bufs(&mut w, N, |_, _| 0.0);
-    let cfg = LaunchConfig::for_num_elems(N as u32);
-    // NCCL connects lazily: one eager collective first, so the capture records only the
-    // collective itself (the rule the probe measured).
+    let [x, h, y] = [0; 3].map(|_| bufs(w, N, |_, _| 0.0));
     let mut warm = Group::new();
     for r in 0..n {
         warm.all_reduce(&mut w.streams[r], &w.comms[r], &x[r], &y[r], ReduceOp::Sum).unwrap();
     }
     warm.launch().unwrap();
+    (inputs, [x, h, y])
+}
+
+on_world!(a_captured_step_replays_every_rank_with_fresh_inputs, 2, |ctxs: Vec<Context>| {
+    let mut w = world(ctxs);
+    let n = w.ctxs.len();
+    let (inputs, [x, h, y]) = step_bufs(&mut w);
+    let cfg = LaunchConfig::for_num_elems(N as u32);
     for s in &mut w.streams {
         s.synchronize().unwrap();
     }
@@ -311,16 +317,8 @@ on_world!(half_precision_all_reduce_and_gather, 2, |ctxs: Vec<Context>| {
 on_world!(forks_and_joins_on_every_rank_of_a_step, 2, |ctxs: Vec<Context>| {
     let mut w = world(ctxs);
     let n = w.ctxs.len();
-    let inputs: Vec<_> = (0..n).map(|r| w.streams[r].alloc_pinned::<f32>(N).unwrap()).collect();
-    let x = bufs(&mut w, N, |_, _| 0.0);
-    let h = bufs(&mut w, N, |_, _| 0.0);
-    let y = bufs(&mut w, N, |_, _| 0.0);
+    let (inputs, [x, h, y]) = step_bufs(&mut w);
     let cfg = LaunchConfig::for_num_elems(N as u32);
-    let mut warm = Group::new();
-    for r in 0..n {
-        warm.all_reduce(&mut w.streams[r], &w.comms[r], &x[r], &y[r], ReduceOp::Sum).unwrap();
-    }
-    warm.launch().unwrap();
     // Each rank: the upload on its main stream, then a fork runs the all-reduce of x while
     // the main stream scales x into h; the fork joins back.
     let (step, _) = {

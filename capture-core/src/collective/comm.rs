@@ -428,14 +428,7 @@ impl Comm {
     #[track_caller]
     pub fn wait(&self, stream: &mut Stream<crate::state::Idle>) -> Result<()> {
         let site = crate::error::CallSite::caller();
-        if !self.ctx.same(&stream.ctx) {
-            return Err(Error::CommDeviceMismatch {
-                op: "Comm::wait",
-                rank: self.rank,
-                comm_device: self.ctx.ordinal(),
-                stream_device: stream.ctx.ordinal(),
-            });
-        }
+        self.check_device("Comm::wait", &stream.ctx)?;
         self.check_usable()?;
         // A wait (and an abort) would invalidate a capture that forbids synchronous calls.
         self.ctx.fail_fast("Comm::wait", site)?;
@@ -479,14 +472,7 @@ impl Comm {
     #[track_caller]
     pub fn destroy<S: StreamState + CommInit>(mut self, stream: &mut Stream<S>) -> Result<()> {
         let site = crate::error::CallSite::caller();
-        if !self.ctx.same(&stream.ctx) {
-            return Err(Error::CommDeviceMismatch {
-                op: "Comm::destroy",
-                rank: self.rank,
-                comm_device: self.ctx.ordinal(),
-                stream_device: stream.ctx.ordinal(),
-            });
-        }
+        self.check_device("Comm::destroy", &stream.ctx)?;
         self.ctx.fail_fast("Comm::destroy", site)?;
         if self.raw == 0 || self.is_aborted() {
             return Ok(()); // simulated, or freed by the abort: the drop does the rest
@@ -516,6 +502,19 @@ impl Comm {
     /// Whether the communicator was aborted after a timeout (it cannot be used again).
     pub fn is_aborted(&self) -> bool {
         self.link.as_ref().is_some_and(|l| l.is_aborted())
+    }
+
+    /// `Err(CommDeviceMismatch)` unless `ctx` is the communicator's device.
+    fn check_device(&self, op: &'static str, ctx: &Context) -> Result<()> {
+        if self.ctx.same(ctx) {
+            return Ok(());
+        }
+        Err(Error::CommDeviceMismatch {
+            op,
+            rank: self.rank,
+            comm_device: self.ctx.ordinal(),
+            stream_device: ctx.ordinal(),
+        })
     }
 
     pub(crate) fn check_usable(&self) -> Result<()> {
