@@ -33,6 +33,11 @@ impl DriverCode {
     /// `CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED`: the operation is not permitted while a stream
     /// is capturing; the capture is invalidated.
     pub const STREAM_CAPTURE_UNSUPPORTED: Self = Self(900);
+    /// `CUDA_ERROR_NOT_SUPPORTED`.
+    pub const NOT_SUPPORTED: Self = Self(801);
+    /// `CUDA_ERROR_LAUNCH_TIMEOUT`: a launch ran too long (the simulated device's bound on a
+    /// WHILE whose condition is never cleared).
+    pub const LAUNCH_TIMEOUT: Self = Self(702);
     /// `CUDA_ERROR_STREAM_CAPTURE_INVALIDATED`: the capture was invalidated by an earlier error.
     pub const STREAM_CAPTURE_INVALIDATED: Self = Self(901);
     /// `CUDA_ERROR_STREAM_CAPTURE_MERGE`.
@@ -88,6 +93,7 @@ impl DriverCode {
             600 => "CUDA_ERROR_NOT_READY",
             700 => "CUDA_ERROR_ILLEGAL_ADDRESS",
             701 => "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES",
+            702 => "CUDA_ERROR_LAUNCH_TIMEOUT",
             719 => "CUDA_ERROR_LAUNCH_FAILED",
             801 => "CUDA_ERROR_NOT_SUPPORTED",
             900 => "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED",
@@ -575,6 +581,30 @@ pub enum Error {
     InvalidCommId {
         /// What is wrong.
         reason: String,
+    },
+
+    /// An operation a conditional node's body cannot hold (a body graph may hold kernels,
+    /// copies, memsets and conditional nodes only: no memory nodes).
+    #[error("`{op}` at {site} cannot be recorded inside a loop or branch body (a conditional node's body holds kernels, copies and memsets only): allocate the buffer before the loop, in the capture or before `capture()`")]
+    NotInConditionalBody {
+        /// The operation.
+        op: &'static str,
+        /// Where it was called.
+        site: CallSite,
+    },
+
+    /// A loop that cannot be recorded as asked.
+    #[error("invalid loop: {reason}")]
+    InvalidLoop {
+        /// What is wrong and what to do.
+        reason: String,
+    },
+
+    /// The driver has no conditional graph nodes.
+    #[error("conditional graph nodes need CUDA 12.4 or later (driver API version 12040; this driver is {found}): update the driver, or run the loop from the host")]
+    ConditionalNodesUnsupported {
+        /// The driver's API version.
+        found: i32,
     },
 
     /// A collective the simulated device does not model.

@@ -147,6 +147,9 @@ pub struct CaptureBook {
     pub(crate) comm_links: Vec<std::sync::Arc<crate::device::coll::Link>>,
     /// How `finish` instantiates.
     pub(crate) instantiate: InstantiateFlags,
+    /// How many conditional bodies are being recorded around the current operation (a body
+    /// graph holds no memory nodes).
+    pub(crate) in_body: u32,
 }
 
 impl CaptureBook {
@@ -262,6 +265,7 @@ impl<'s, 'a> CaptureGuard<'s, 'a> {
             picture: opts.trace_ops || idle.ctx.sim().is_some(),
             collectives: 0,
             comm_links: Vec::new(),
+            in_body: 0,
             instantiate: opts.instantiate,
         }));
         {

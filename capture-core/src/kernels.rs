@@ -19,6 +19,36 @@ fn n(c: &KernelCall<'_>, i: usize) -> Result<usize, KernelFault> {
     Ok(c.u32(i)? as usize)
 }
 
+/// Registers host implementations of the [`CONTROL_PTX`] kernels on a simulated device: a
+/// condition handle there is the address of a `u32` the conditional node reads.
+pub fn register_control_kernels(sim: &SimDevice) {
+    fn set(c: &mut KernelCall<'_>, slot: usize, v: bool) -> Result<(), KernelFault> {
+        let h = c.ptr(slot)?;
+        c.write(h, &[u32::from(v)])
+    }
+    sim.register_kernel("zero_u32", |c| c.write(c.ptr(0)?, &[0u32]));
+    sim.register_kernel("cond_step_below", |c| {
+        let p = c.ptr(0)?;
+        let s = c.read::<u32>(p, 1)?[0].wrapping_add(1);
+        c.write(p, &[s])?;
+        let k = c.u32(1)?;
+        set(c, 2, s < k)
+    });
+    sim.register_kernel("cond_until_token", |c| {
+        let token = c.read::<u32>(c.ptr(0)?, 1)?[0];
+        let stop = c.u32(1)?;
+        let p = c.ptr(2)?;
+        let s = c.read::<u32>(p, 1)?[0].wrapping_add(1);
+        c.write(p, &[s])?;
+        let k = c.u32(3)?;
+        set(c, 4, token != stop && s < k)
+    });
+    sim.register_kernel("cond_from_flag", |c| {
+        let flag = c.read::<u32>(c.ptr(0)?, 1)?[0];
+        set(c, 1, flag != 0)
+    });
+}
+
 /// Registers host implementations of the [`CHAIN_PTX`] kernels on a simulated device.
 pub fn register_chain_kernels(sim: &SimDevice) {
     sim.register_kernel("add_f32", |c| {

@@ -264,6 +264,7 @@ pub mod capturable_check;
 #[cfg_attr(docsrs, doc(cfg(feature = "nccl")))]
 pub mod collective;
 mod context;
+pub mod control;
 pub mod device;
 pub mod engine;
 mod error;

@@ -807,6 +807,9 @@ impl<'a> Stream<Capturing<'a>> {
         let site = CallSite::caller();
         let op = "Stream::alloc_async";
         Capturing::check_live(&self.ext, op)?;
+        if self.ext.borrow().in_body > 0 {
+            return Err(Error::NotInConditionalBody { op, site });
+        }
         let bytes = byte_len::<T>(op, len)?;
         self.check_size(op, bytes)?;
         if self.ext.borrow().policy == crate::guard::AllocPolicy::Deny {
@@ -826,6 +829,9 @@ impl<'a> Stream<Capturing<'a>> {
     #[track_caller]
     pub fn free_async<T>(&mut self, mut buf: GraphBuffer<T>) -> Result<()> {
         let site = CallSite::caller();
+        if self.ext.borrow().in_body > 0 {
+            return Err(Error::NotInConditionalBody { op: "Stream::free_async", site });
+        }
         let id = self.ext.borrow().id;
         if buf.capture != id || buf.freed {
             return Err(Error::ForeignGraphBuffer { buffer_capture: buf.capture, used_in: format!("capture #{id}") });

@@ -13,3 +13,86 @@ on_both!(the_control_kernels_load, |ctx: capture_core::Context| {
     }
     assert!(m.kernel("no_such_kernel").is_err());
 });
+
+// One launch runs the whole loop: K steps, K increments, a counter of K, on every replay.
+on_both!(a_loop_runs_to_its_bound_in_one_launch, |ctx: capture_core::Context| {
+    use capture_core::control::{LoopCounter, Until};
+    use capture_core::LaunchConfig;
+    if let Some(sim) = ctx.sim() {
+        kernels::register_chain_kernels(sim);
+    }
+    let incr = ctx.load_module(kernels::CHAIN_PTX).unwrap().kernel("incr_f32").unwrap();
+    let mut s = ctx.new_stream().unwrap();
+    let counter = LoopCounter::new(&mut s).unwrap();
+    for k in [1u32, 5, 64] {
+        let x = s.alloc_zeros::<f32>(1024).unwrap();
+        let (graph, report) = {
+            let mut g = s.capture().unwrap();
+            g.stream()
+                .while_loop(&counter, k, Until::Bound, |body| {
+                    body.launch(&incr, LaunchConfig::for_num_elems(1024), (&x, 1024u32))?;
+                    body.launch(&incr, LaunchConfig::for_num_elems(1024), (&x, 1024u32))
+                })
+                .unwrap();
+            g.finish().unwrap()
+        };
+        assert_eq!(report.nodes.conditional, 1, "{report}");
+        for replay in 1..=2u32 {
+            graph.launch(&mut s).unwrap();
+            assert_eq!(counter.steps(&mut s).unwrap(), k);
+            let got = s.download(&x).unwrap();
+            assert!(got.iter().all(|&v| v == (2 * k * replay) as f32), "K = {k}, replay {replay}: {}", got[0]);
+        }
+    }
+});
+
+// A loop that stops on a token the body writes: here the token counts steps (as f32 bits,
+// written by `incr_f32`), and the stop id is the bits of 5.0 — so 5 steps of a bound of
+// 100; with a stop id never written, the bound ends it.
+on_both!(a_loop_stops_on_its_token_or_its_bound, |ctx: capture_core::Context| {
+    use capture_core::control::{LoopCounter, Until};
+    use capture_core::LaunchConfig;
+    if let Some(sim) = ctx.sim() {
+        kernels::register_chain_kernels(sim);
+    }
+    let incr = ctx.load_module(kernels::CHAIN_PTX).unwrap().kernel("incr_f32").unwrap();
+    let mut s = ctx.new_stream().unwrap();
+    let counter = LoopCounter::new(&mut s).unwrap();
+    for (stop, want) in [(5.0f32.to_bits(), 5u32), (u32::MAX, 100)] {
+        let token = s.alloc_zeros::<u32>(1).unwrap();
+        let (graph, _) = {
+            let mut g = s.capture().unwrap();
+            g.stream().memset_async(&token, 0).unwrap();
+            g.stream()
+                .while_loop(&counter, 100, Until::Token { token: &token, stop }, |body| {
+                    body.launch(&incr, LaunchConfig::for_num_elems(1), (&token, 1u32))
+                })
+                .unwrap();
+            g.finish().unwrap()
+        };
+        graph.launch(&mut s).unwrap();
+        assert_eq!(counter.steps(&mut s).unwrap(), want, "stop id {stop:#x}");
+        assert_eq!(f32::from_bits(s.download(&token).unwrap()[0]), want as f32);
+    }
+});
+
+// What a conditional body cannot hold is a typed error, the loop still bounded; and bad
+// input to a loop.
+on_both!(a_loop_body_refuses_memory_nodes_and_bad_input, |ctx: capture_core::Context| {
+    use capture_core::control::{LoopCounter, Until};
+    use capture_core::Error;
+    let mut s = ctx.new_stream().unwrap();
+    let counter = LoopCounter::new(&mut s).unwrap();
+    let other = capture_core::Context::simulated();
+    let mut os = other.new_stream().unwrap();
+    let foreign = LoopCounter::new(&mut os).unwrap();
+    let mut g = s.capture().unwrap();
+    let e = g.stream().while_loop(&counter, 4, Until::Bound, |b| b.alloc_async::<f32>(16).map(drop)).unwrap_err();
+    assert!(matches!(e, Error::NotInConditionalBody { op: "Stream::alloc_async", .. }), "{e}");
+    let e = g.stream().while_loop(&counter, 0, Until::Bound, |_| Ok(())).unwrap_err();
+    assert!(matches!(e, Error::InvalidLoop { .. }), "{e}");
+    let e = g.stream().while_loop(&foreign, 4, Until::Bound, |_| Ok(())).unwrap_err();
+    assert!(matches!(e, Error::ContextMismatch { .. }), "{e}");
+    drop(g);
+    s.synchronize().unwrap();
+});

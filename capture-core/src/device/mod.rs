@@ -100,6 +100,19 @@ pub struct NodeCounts {
     pub mem_free: usize,
     /// Event record / wait and empty nodes, and any other kind.
     pub other: usize,
+    /// Conditional nodes (IF, WHILE), each counted once whatever its bodies hold.
+    pub conditional: usize,
+}
+
+/// The kinds of conditional node the library records.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) enum CondKind {
+    /// The body runs when the condition is non-zero (a second body, when given, otherwise).
+    /// Modelled by both devices; not yet offered by the safe API.
+    #[allow(dead_code)]
+    If,
+    /// The body runs while the condition is non-zero, tested before each iteration.
+    While,
 }
 
 /// The device's graph-memory pool: the memory CUDA keeps for graph allocations (memory
@@ -246,6 +259,21 @@ pub(crate) trait Backend: Send + Sync + 'static {
     fn blas_sgemm(&self, h: usize, s: RawStream, ws: DevPtr, bytes: usize, g: &Gemm) -> Result<(), DriverCode>;
 
     fn begin_capture(&self, s: RawStream, mode: CaptureMode) -> Result<(), DriverCode>;
+    /// Adds a conditional node of `kind` with `bodies` body graphs at the current end of
+    /// `s`'s capture (the stream's later work depends on it), with a new condition handle
+    /// whose value is `default` at the start of each launch. Returns the handle and the
+    /// body graphs, which [`capture_into`](Self::capture_into) fills.
+    fn cond_node(
+        &self,
+        s: RawStream,
+        kind: CondKind,
+        bodies: u32,
+        default: u32,
+    ) -> Result<(u64, Vec<RawGraph>), DriverCode>;
+    /// Begins capturing `side` (idle) into body graph `g` of a conditional node.
+    fn capture_into(&self, side: RawStream, g: RawGraph, mode: CaptureMode) -> Result<(), DriverCode>;
+    /// Ends a [`capture_into`](Self::capture_into): the body graph holds what was recorded.
+    fn end_into(&self, side: RawStream) -> Result<(), DriverCode>;
     /// Ends the capture. Ok(None) when the driver returns no graph.
     fn end_capture(&self, s: RawStream) -> Result<RawGraph, DriverCode>;
     fn capture_status(&self, s: RawStream) -> Result<CaptureStatus, DriverCode>;

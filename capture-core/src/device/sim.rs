@@ -373,7 +373,21 @@ enum Node {
     /// rank's graph together ([`world`]).
     #[cfg_attr(not(feature = "nccl"), allow(dead_code))]
     Collective(Arc<crate::device::coll::CollNode>),
+    /// A conditional node: its condition is the `u32` at `handle` (a cell of simulated
+    /// memory), set to `default` each time the node is reached, then by kernels of the
+    /// body (`cudaGraphSetConditional`); WHILE runs `bodies[0]` while it is non-zero, IF
+    /// runs `bodies[0]` when it is, `bodies[1]` (if any) when not.
+    Cond {
+        kind: crate::device::CondKind,
+        handle: u64,
+        default: u32,
+        bodies: Vec<Arc<Vec<Node>>>,
+    },
 }
+
+/// Iterations after which a simulated WHILE is taken to run forever (a body that never
+/// clears its condition): the launch fails instead of hanging the test.
+const COND_ITERATION_LIMIT: u64 = 1 << 22;
 
 /// What recorded a node: the library operation and where it was issued (`None` for work the
 /// library did not issue, such as a copy made through cudarc behind its back).
@@ -416,6 +430,9 @@ struct Capture {
     labels: Vec<Option<NodeLabel>>,
     /// Nodes before this index are labelled.
     labeled: usize,
+    /// For a capture into a conditional node's body: (the capture holding the node, the
+    /// node's index there, the body's index).
+    into: Option<(u64, usize, usize)>,
 }
 
 #[derive(Default)]
@@ -499,6 +516,9 @@ struct State {
     unmodelled: HashSet<String>,
     #[cfg_attr(not(feature = "cublas"), allow(dead_code))]
     blas: HashSet<usize>,
+    /// Body graphs of conditional nodes still being recorded: handle -> (capture, node
+    /// index, body index).
+    bodies: HashMap<usize, (u64, usize, usize)>,
 }
 
 impl State {
@@ -576,6 +596,35 @@ impl State {
             Node::MemAlloc { .. } | Node::MemFree { .. } | Node::Event => Ok(()),
             // A collective waits for its peers: alone, a GPU would wait forever.
             Node::Collective(_) => Err(ILLEGAL_STATE),
+            Node::Cond { kind, handle, default, bodies } => {
+                self.mem.write(*handle, &default.to_le_bytes())?;
+                let value = |mem: &Memory| -> Result<u32, DriverCode> {
+                    let mut b = [0u8; 4];
+                    mem.read(*handle, &mut b)?;
+                    Ok(u32::from_le_bytes(b))
+                };
+                match kind {
+                    crate::device::CondKind::If => {
+                        let body = if value(&self.mem)? != 0 { bodies.first() } else { bodies.get(1) };
+                        for n in body.map(|b| b.iter()).into_iter().flatten() {
+                            self.run(n)?;
+                        }
+                    }
+                    crate::device::CondKind::While => {
+                        let mut i = 0u64;
+                        while value(&self.mem)? != 0 {
+                            i += 1;
+                            if i > COND_ITERATION_LIMIT {
+                                return Err(DriverCode::LAUNCH_TIMEOUT);
+                            }
+                            for n in bodies.first().map(|b| b.iter()).into_iter().flatten() {
+                                self.run(n)?;
+                            }
+                        }
+                    }
+                }
+                Ok(())
+            }
         }
     }
     /// Frees a graph allocation a launch left live (outside any graph: `cuMemFreeAsync` or
@@ -1315,12 +1364,84 @@ impl Backend for SimDevice {
                 stream_of: Vec::new(),
                 labels: Vec::new(),
                 labeled: 0,
+                into: None,
             },
         );
         if let Some(ss) = st.streams.get_mut(&s.0) {
             ss.capture = Some(id);
         }
         Ok(())
+    }
+    fn cond_node(
+        &self,
+        s: RawStream,
+        kind: crate::device::CondKind,
+        bodies: u32,
+        default: u32,
+    ) -> Result<(u64, Vec<RawGraph>), DriverCode> {
+        let mut st = self.st();
+        let cap = st.active_capture_of(s.0).ok_or(ILLEGAL_STATE)?;
+        if st.captures.get(&cap).is_some_and(|c| c.state == CapState::Invalidated) {
+            return Err(DriverCode::STREAM_CAPTURE_INVALIDATED);
+        }
+        if bodies == 0 || (kind == crate::device::CondKind::While && bodies != 1) || bodies > 2 {
+            return Err(DriverCode::INVALID_VALUE);
+        }
+        let handle = st.mem.alloc(4, AllocKind::Graph);
+        let node = Node::Cond { kind, handle, default, bodies: (0..bodies).map(|_| Arc::new(Vec::new())).collect() };
+        st.record(s.0, node)?;
+        let idx = st.captures.get(&cap).map_or(0, |c| c.nodes.len() - 1);
+        let mut graphs = Vec::new();
+        for b in 0..bodies as usize {
+            let h = st.handle();
+            st.bodies.insert(h, (cap, idx, b));
+            graphs.push(RawGraph(h));
+        }
+        Ok((handle, graphs))
+    }
+    fn capture_into(&self, side: RawStream, g: RawGraph, mode: CaptureMode) -> Result<(), DriverCode> {
+        let target = self.st().bodies.get(&g.0).copied().ok_or(DriverCode::INVALID_HANDLE)?;
+        self.begin_capture(side, mode)?;
+        let mut st = self.st();
+        if let Some(c) = st.active_capture_of(side.0).and_then(|id| st.captures.get(&id).map(|_| id)) {
+            if let Some(c) = st.captures.get_mut(&c) {
+                c.into = Some(target);
+            }
+        }
+        Ok(())
+    }
+    fn end_into(&self, side: RawStream) -> Result<(), DriverCode> {
+        let mut st = self.st();
+        let cap = st.active_capture_of(side.0).ok_or(ILLEGAL_STATE)?;
+        let c = st.captures.remove(&cap).ok_or(ILLEGAL_STATE)?;
+        for ss in st.streams.values_mut() {
+            if ss.capture == Some(cap) {
+                ss.capture = None;
+            }
+        }
+        let (parent, idx, body) = c.into.ok_or(ILLEGAL_STATE)?;
+        if c.state == CapState::Invalidated {
+            st.invalidate(parent);
+            return Err(DriverCode::STREAM_CAPTURE_INVALIDATED);
+        }
+        if c.forks.values().any(|joined| !joined) {
+            st.invalidate(parent);
+            return Err(DriverCode::STREAM_CAPTURE_UNJOINED);
+        }
+        // A body graph may hold kernels, copies, memsets and conditional nodes only.
+        if c.nodes.iter().any(|n| matches!(n, Node::MemAlloc { .. } | Node::MemFree { .. } | Node::Collective(_))) {
+            st.invalidate(parent);
+            return Err(DriverCode::NOT_SUPPORTED);
+        }
+        st.bodies.retain(|_, t| *t != (parent, idx, body));
+        let p = st.captures.get_mut(&parent).ok_or(ILLEGAL_STATE)?;
+        match p.nodes.get_mut(idx) {
+            Some(Node::Cond { bodies, .. }) if body < bodies.len() => {
+                bodies[body] = Arc::new(c.nodes);
+                Ok(())
+            }
+            _ => Err(ILLEGAL_STATE),
+        }
     }
     fn end_capture(&self, s: RawStream) -> Result<RawGraph, DriverCode> {
         let mut st = self.st();
@@ -1396,6 +1517,7 @@ impl Backend for SimDevice {
                 Node::Event => c.other += 1,
                 // NCCL's collectives are kernels in a GPU's graph.
                 Node::Collective(_) => c.kernels += 1,
+                Node::Cond { .. } => c.conditional += 1,
             }
         }
         Ok(c)

@@ -328,6 +328,30 @@ impl Backend for CudaBackend {
         // SAFETY: module invariant (handles live, sizes checked by the caller).
         unsafe { raw::end_capture(s.0) }.map(RawGraph)
     }
+    fn cond_node(
+        &self,
+        s: RawStream,
+        kind: crate::device::CondKind,
+        bodies: u32,
+        default: u32,
+    ) -> Result<(u64, Vec<RawGraph>), DriverCode> {
+        self.bind()?;
+        // SAFETY: module invariant; the caller's stream is capturing (checked by the safe
+        // layer, and by the driver's capture info).
+        let (h, g) = unsafe { raw::cond_node(s.0, kind, bodies, default) }?;
+        Ok((h, g.into_iter().map(RawGraph).collect()))
+    }
+    fn capture_into(&self, side: RawStream, g: RawGraph, mode: CaptureMode) -> Result<(), DriverCode> {
+        self.bind()?;
+        // SAFETY: module invariant; `g` came from `cond_node` of a live capture.
+        unsafe { raw::capture_into(side.0, g.0, mode) }
+    }
+    fn end_into(&self, side: RawStream) -> Result<(), DriverCode> {
+        self.bind()?;
+        // SAFETY: module invariant. Ending a capture into an existing graph returns that
+        // graph, which its conditional node owns: nothing to destroy here.
+        unsafe { raw::end_capture(side.0) }.map(|_| ())
+    }
     fn capture_status(&self, s: RawStream) -> Result<CaptureStatus, DriverCode> {
         self.bind()?;
         // SAFETY: module invariant (handles live, sizes checked by the caller).

@@ -394,6 +394,92 @@ pub(crate) unsafe fn capture_status(s: usize) -> R<CaptureStatus> {
     })
 }
 
+/// Adds a conditional node at the current end of `s`'s capture — a new handle of default
+/// value `default` (re-applied at each launch), the node depending on the capture's current
+/// dependencies, which then become the node — and returns the handle and the node's body
+/// graphs (owned by the node).
+///
+/// # Safety
+/// `s` must be a live stream that is capturing, of the current context.
+pub(crate) unsafe fn cond_node(
+    s: usize,
+    kind: crate::device::CondKind,
+    bodies: u32,
+    default: u32,
+) -> R<(u64, Vec<usize>)> {
+    let st = stream(s);
+    let mut status = sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
+    let mut id = 0u64;
+    let mut graph: sys::CUgraph = std::ptr::null_mut();
+    let mut deps: *const sys::CUgraphNode = std::ptr::null();
+    let mut edges: *const sys::CUgraphEdgeData = std::ptr::null();
+    let mut n = 0usize;
+    // SAFETY: every out-pointer is valid; `s` is live (caller).
+    code(unsafe {
+        sys::cuStreamGetCaptureInfo_v3(st, &mut status, &mut id, &mut graph, &mut deps, &mut edges, &mut n)
+    })?;
+    if status != sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_ACTIVE {
+        return Err(DriverCode::STREAM_CAPTURE_INVALIDATED);
+    }
+    let mut ctx: sys::CUcontext = std::ptr::null_mut();
+    // SAFETY: writes the current context.
+    code(unsafe { sys::cuCtxGetCurrent(&mut ctx) })?;
+    let mut handle: sys::CUgraphConditionalHandle = 0;
+    // SAFETY: `graph` is the capture's graph (the driver's, live while the capture is).
+    code(unsafe {
+        sys::cuGraphConditionalHandleCreate(&mut handle, graph, ctx, default, sys::CU_GRAPH_COND_ASSIGN_DEFAULT)
+    })?;
+    // SAFETY: all-zero bytes are a valid value of this plain C struct (integers, pointers,
+    // a union of such); the fields the node needs are set below.
+    let mut p: sys::CUgraphNodeParams = unsafe { std::mem::zeroed() };
+    p.type_ = sys::CUgraphNodeType::CU_GRAPH_NODE_TYPE_CONDITIONAL;
+    p.__bindgen_anon_1.conditional = sys::CUDA_CONDITIONAL_NODE_PARAMS {
+        handle,
+        type_: match kind {
+            crate::device::CondKind::If => sys::CUgraphConditionalNodeType::CU_GRAPH_COND_TYPE_IF,
+            crate::device::CondKind::While => sys::CUgraphConditionalNodeType::CU_GRAPH_COND_TYPE_WHILE,
+        },
+        size: bodies,
+        phGraph_out: std::ptr::null_mut(),
+        ctx,
+    };
+    let mut node: sys::CUgraphNode = std::ptr::null_mut();
+    // SAFETY: `deps`/`edges` are the driver's arrays of `n` entries for this capture, valid
+    // until the capture changes; `p` is a conditional node's parameters.
+    code(unsafe { sys::cuGraphAddNode_v2(&mut node, graph, deps, edges, n, &mut p) })?;
+    // SAFETY: on success the driver set `phGraph_out` to its array of `bodies` graphs.
+    let out = unsafe { p.__bindgen_anon_1.conditional.phGraph_out };
+    // SAFETY: `out` holds `bodies` graph handles (checked non-null).
+    let bodies: Vec<usize> = if out.is_null() {
+        Vec::new()
+    } else {
+        unsafe { std::slice::from_raw_parts(out, bodies as usize) }.iter().map(|g| *g as usize).collect()
+    };
+    let flags = sys::CUstreamUpdateCaptureDependencies_flags::CU_STREAM_SET_CAPTURE_DEPENDENCIES as u32;
+    // SAFETY: `node` is a node of the capture's graph; one dependency, no edge data.
+    code(unsafe { sys::cuStreamUpdateCaptureDependencies_v2(st, &mut node, std::ptr::null(), 1, flags) })?;
+    Ok((handle, bodies))
+}
+
+/// The driver's API version (e.g. 13000 for CUDA 13.0).
+pub(crate) fn driver_version() -> R<i32> {
+    let mut v = 0;
+    // SAFETY: writes one int.
+    code(unsafe { sys::cuDriverGetVersion(&mut v) })?;
+    Ok(v)
+}
+
+/// Begins capturing `s` into `g` (a conditional node's body graph).
+///
+/// # Safety
+/// `s` must be a live, idle stream; `g` a live body graph.
+pub(crate) unsafe fn capture_into(s: usize, g: usize, m: CaptureMode) -> R<()> {
+    // SAFETY: forwarded; no dependencies are given (the body starts empty).
+    code(unsafe {
+        sys::cuStreamBeginCaptureToGraph(stream(s), g as sys::CUgraph, std::ptr::null(), std::ptr::null(), 0, mode(m))
+    })
+}
+
 /// Counts a graph's nodes by type.
 ///
 /// # Safety
@@ -425,6 +511,7 @@ pub(crate) unsafe fn graph_nodes(g: usize) -> R<NodeCounts> {
             T::CU_GRAPH_NODE_TYPE_HOST => c.host += 1,
             T::CU_GRAPH_NODE_TYPE_MEM_ALLOC => c.mem_alloc += 1,
             T::CU_GRAPH_NODE_TYPE_MEM_FREE => c.mem_free += 1,
+            T::CU_GRAPH_NODE_TYPE_CONDITIONAL => c.conditional += 1,
             _ => c.other += 1,
         }
     }

@@ -72,6 +72,27 @@ fn describe(st: &State, n: &Node) -> (&'static str, String, &'static str) {
             format!("{} (communicator #{}, rank {} of {})", c.call.name(), c.comm, c.rank, c.nranks),
             "#f8d7da",
         ),
+        Node::Cond { kind, bodies, default, .. } => {
+            let inner: Vec<String> = bodies
+                .iter()
+                .enumerate()
+                .map(|(i, b)| {
+                    let names: Vec<&str> = b
+                        .iter()
+                        .map(|n| match n {
+                            Node::Kernel { name, .. } => name.as_str(),
+                            other => describe(st, other).0,
+                        })
+                        .collect();
+                    format!("body {i}: {} node(s): {}", b.len(), names.join(", "))
+                })
+                .collect();
+            let k = match kind {
+                crate::device::CondKind::If => "IF",
+                crate::device::CondKind::While => "WHILE",
+            };
+            ("conditional", format!("{k} (default {default})\n{}", inner.join("\n")), "#ffe5d0")
+        }
     }
 }
 
