@@ -250,6 +250,13 @@
 //! per batch-size bucket sharing the device's graph-memory pool, with bucket selection and
 //! padding counts), and [`Fallback`] (capture a [`Region`] once, or run it eagerly from then
 //! on when it cannot be captured, saying why). [`Context::graph_memory`] reads the pool.
+//!
+//! ## 11. Loops decided on the device
+//! [`control`] records a loop into the graph as a conditional WHILE node: one launch runs up
+//! to K steps and stops on the device when a step counter reaches K or the body writes a stop
+//! token — no host round trip per step. The body is a `Stream<Capturing>` like any other.
+//! (Issue #12, first increment: proven on the simulated device; the driver mechanism it uses
+//! was measured on an H100, `docs/probe/conditional.md`.)
 
 #![deny(unsafe_code)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
