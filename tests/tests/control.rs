@@ -37,6 +37,11 @@ on_both!(a_loop_runs_to_its_bound_in_one_launch, |ctx: capture_core::Context| {
             g.finish().unwrap()
         };
         assert_eq!(report.nodes.conditional, 1, "{report}");
+        if ctx.sim().is_some() {
+            // The picture draws the loop and what its body holds.
+            let dot = graph.to_dot().unwrap();
+            assert!(dot.contains("WHILE") && dot.contains("incr_f32, incr_f32, cond_step_below"), "{dot}");
+        }
         for replay in 1..=2u32 {
             graph.launch(&mut s).unwrap();
             assert_eq!(counter.steps(&mut s).unwrap(), k);
@@ -95,4 +100,65 @@ on_both!(a_loop_body_refuses_memory_nodes_and_bad_input, |ctx: capture_core::Con
     assert!(matches!(e, Error::ContextMismatch { .. }), "{e}");
     drop(g);
     s.synchronize().unwrap();
+});
+
+// A branch decided on the device from a flag in device memory, alone and nested in a loop;
+// the host changes the flag between launches, the graph stays the same.
+on_both!(a_branch_runs_on_its_flag_and_nests_in_a_loop, |ctx: capture_core::Context| {
+    use capture_core::control::{Branch, LoopCounter, Until};
+    use capture_core::LaunchConfig;
+    if let Some(sim) = ctx.sim() {
+        kernels::register_chain_kernels(sim);
+    }
+    let incr = ctx.load_module(kernels::CHAIN_PTX).unwrap().kernel("incr_f32").unwrap();
+    let mut s = ctx.new_stream().unwrap();
+    let branch = Branch::new(&ctx).unwrap();
+    let counter = LoopCounter::new(&mut s).unwrap();
+    let flag = s.alloc_zeros::<u32>(1).unwrap();
+    let x = s.alloc_zeros::<f32>(256).unwrap();
+    let cfg = LaunchConfig::for_num_elems(256);
+    let (alone, _) = {
+        let mut g = s.capture().unwrap();
+        g.stream().if_nonzero(&branch, &flag, |then| then.launch(&incr, cfg, (&x, 256u32))).unwrap();
+        g.finish().unwrap()
+    };
+    let (nested, report) = {
+        let mut g = s.capture().unwrap();
+        g.stream()
+            .while_loop(&counter, 4, Until::Bound, |body| {
+                body.if_nonzero(&branch, &flag, |then| then.launch(&incr, cfg, (&x, 256u32)))
+            })
+            .unwrap();
+        g.finish().unwrap()
+    };
+    assert_eq!(report.nodes.conditional, 1, "the IF is inside the WHILE's body: {report}");
+    let mut want = 0.0;
+    for (f, graph, adds) in [(0u32, &alone, 1.0), (1, &alone, 1.0), (1, &nested, 4.0), (0, &nested, 4.0)] {
+        s.upload(&flag, &[f]).unwrap();
+        graph.launch(&mut s).unwrap();
+        if f != 0 {
+            want += adds;
+        }
+        assert_eq!(s.download(&x).unwrap()[255], want, "flag {f}");
+    }
+    assert_eq!(counter.steps(&mut s).unwrap(), 4);
+});
+
+// A body whose recording is invalidated (it waits on an event recorded before the
+// capture): the loop is a capture failure, and the stream is usable after the guard goes.
+on_both!(a_body_that_invalidates_fails_the_loop, |ctx: capture_core::Context| {
+    use capture_core::control::{LoopCounter, Until};
+    let mut s = ctx.new_stream().unwrap();
+    let counter = LoopCounter::new(&mut s).unwrap();
+    let before = capture_core::Event::new(&ctx).unwrap();
+    s.record_event(&before).unwrap();
+    s.synchronize().unwrap();
+    let err = {
+        let mut g = s.capture().unwrap();
+        g.stream().while_loop(&counter, 4, Until::Bound, |body| body.wait_event(&before)).unwrap_err()
+    };
+    assert!(err.is_capture_failure(), "{err}");
+    let y = s.upload_new(&[2.0f32; 8]).unwrap();
+    s.synchronize().unwrap();
+    assert_eq!(s.download(&y).unwrap()[7], 2.0);
 });

@@ -1,6 +1,6 @@
-//! Device-side control flow: a loop decided on the GPU, recorded into the graph as a
-//! conditional WHILE node (CUDA 12.4 or later), so one launch runs up to K steps and stops
-//! when a device-side condition says so — with no host round trip per step.
+//! Device-side control flow: a loop or a branch decided on the GPU, recorded into the graph
+//! as a conditional WHILE or IF node (CUDA 12.4 or later), so one launch runs up to K steps
+//! and stops when a device-side condition says so — with no host round trip per step.
 //!
 //! The loop's body is recorded through the same type-state as everything else: it is a
 //! `Stream<Capturing>`, so what a capture forbids stays uncallable there, and what a
@@ -9,6 +9,10 @@
 //! ([`kernels::CONTROL_PTX`](crate::kernels::CONTROL_PTX)): a step counter reaching the
 //! bound, or a token equal to a stop id. Every loop has a bound, so a body that never
 //! stops still ends.
+//!
+//! A condition nobody sets keeps its default, assigned at the start of each launch: 1 for a
+//! loop (so its body runs at least once; the library's test kernel at the end of each step
+//! then decides), 0 for a branch (whose kernel sets it from the flag just before the node).
 //!
 //! ```
 //! use capture_core::control::{LoopCounter, Until};
@@ -101,6 +105,46 @@ impl LoopCounter {
     }
 }
 
+/// The kernel that steers a branch from device data: made before the capture (it loads a
+/// module), borrowed by the graph.
+pub struct Branch {
+    ctx: Context,
+    from_flag: Kernel,
+}
+
+impl std::fmt::Debug for Branch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Branch").field("device", &self.ctx.ordinal()).finish()
+    }
+}
+
+impl Branch {
+    /// The branch kernel on `ctx`'s device.
+    ///
+    /// # Errors
+    /// [`Error::ConditionalNodesUnsupported`] on a driver older than CUDA 12.4;
+    /// [`Error::Driver`] (module load).
+    pub fn new(ctx: &Context) -> Result<Self> {
+        check_driver(ctx)?;
+        if let Some(sim) = ctx.sim() {
+            crate::kernels::register_control_kernels(sim);
+        }
+        let m = ctx.load_module(crate::kernels::CONTROL_PTX)?;
+        Ok(Self { ctx: ctx.clone(), from_flag: m.kernel("cond_from_flag")? })
+    }
+}
+
+/// `Err(ConditionalNodesUnsupported)` on a GPU whose driver predates CUDA 12.4.
+fn check_driver(ctx: &Context) -> Result<()> {
+    if ctx.kind() == DeviceKind::Cuda {
+        let found = crate::raw::driver_version().map_err(|code| Error::Driver { op: "cuDriverGetVersion", code })?;
+        if found < CONDITIONAL_DRIVER_VERSION {
+            return Err(Error::ConditionalNodesUnsupported { found });
+        }
+    }
+    Ok(())
+}
+
 /// When a loop stops, besides its bound.
 #[derive(Copy, Clone, Debug)]
 #[non_exhaustive]
@@ -152,10 +196,68 @@ impl<'a> Stream<Capturing<'a>> {
         }
         let one = LaunchConfig { grid: (1, 1, 1), block: (1, 1, 1), shared_mem_bytes: 0 };
         self.launch(&counter.zero, one, (&counter.step,))?;
-        let (handle, graphs) = self.run(op, site, |b, s| b.cond_node(s, CondKind::While, 1, 1))?;
+        // Default 1: the body runs once before the first test (the test ends each step).
+        let handle = self.run(op, site, |b, s| b.cond_handle(s, 1))?;
+        let graphs = self.run(op, site, |b, s| b.cond_add(s, handle, CondKind::While, 1))?;
         let Some(&graph) = graphs.first() else {
             return Err(Error::InvalidLoop { reason: "the driver gave the loop no body graph".into() });
         };
+        self.record_body(op, site, graph, body, |inner| match until {
+            Until::Bound => inner.launch(&counter.step_below, one, (&counter.step, max_steps, handle)),
+            Until::Token { token, stop } => {
+                inner.launch(&counter.until_token, one, (token, stop, &counter.step, max_steps, handle))
+            }
+        })
+    }
+
+    /// Records a branch decided on the device: `then` is recorded once, into an IF node,
+    /// and each launch of the graph runs it only when `flag` — a `u32` in device memory,
+    /// read when the graph reaches the branch — is not 0.
+    ///
+    /// # Errors
+    /// [`Error::ContextMismatch`] for a branch kit or flag of another device;
+    /// [`Error::NotInConditionalBody`] for a memory node in the body; the body's own errors;
+    /// [`Error::Driver`]. On an error the body's recording is ended and the capture goes on:
+    /// drop it rather than finish a graph with half a body.
+    #[track_caller]
+    pub fn if_nonzero<F>(&mut self, branch: &'a Branch, flag: &'a DeviceBuffer<u32>, then: F) -> Result<()>
+    where
+        F: FnOnce(&mut Stream<Capturing<'a>>) -> Result<()>,
+    {
+        let site = CallSite::caller();
+        let op = "Stream::if_nonzero";
+        Capturing::check_live(&self.ext, op)?;
+        if !branch.ctx.same(&self.ctx) {
+            return Err(Error::ContextMismatch { op, what: "branch kernels" });
+        }
+        if !flag.ctx.same(&self.ctx) {
+            return Err(Error::ContextMismatch { op, what: "flag buffer" });
+        }
+        // Default 0; the kernel sets it from the flag just before the node.
+        let handle = self.run(op, site, |b, s| b.cond_handle(s, 0))?;
+        let one = LaunchConfig { grid: (1, 1, 1), block: (1, 1, 1), shared_mem_bytes: 0 };
+        self.launch(&branch.from_flag, one, (flag, handle))?;
+        let graphs = self.run(op, site, |b, s| b.cond_add(s, handle, CondKind::If, 1))?;
+        let Some(&graph) = graphs.first() else {
+            return Err(Error::InvalidLoop { reason: "the driver gave the branch no body graph".into() });
+        };
+        self.record_body(op, site, graph, then, |_| Ok(()))
+    }
+
+    /// Records `body`, then `tail` (whatever happened to `body`), into a conditional node's
+    /// body graph through a stream of its own that shares this capture's book.
+    fn record_body<F, T>(
+        &mut self,
+        op: &'static str,
+        site: CallSite,
+        graph: crate::device::RawGraph,
+        body: F,
+        tail: T,
+    ) -> Result<()>
+    where
+        F: FnOnce(&mut Stream<Capturing<'a>>) -> Result<()>,
+        T: FnOnce(&mut Stream<Capturing<'a>>) -> Result<()>,
+    {
         let mode = self.ext.borrow().mode;
         let side = crate::stream::spare_stream(&self.ctx)?;
         if let Err(code) = self.ctx.b().capture_into(side, graph, mode) {
@@ -165,19 +267,14 @@ impl<'a> Stream<Capturing<'a>> {
         let mut inner = Stream::with_ext(self.ctx.clone(), side, Owner::Pooled, self.ext.clone());
         self.ext.borrow_mut().in_body += 1;
         let recorded = body(&mut inner);
-        // The condition kernel goes in whatever happened: a loop whose body failed half-way
-        // is still bounded, should its graph be finished anyway.
-        let test = match until {
-            Until::Bound => inner.launch(&counter.step_below, one, (&counter.step, max_steps, handle)),
-            Until::Token { token, stop } => {
-                inner.launch(&counter.until_token, one, (token, stop, &counter.step, max_steps, handle))
-            }
-        };
+        // The tail (a loop's test) goes in whatever happened: a loop whose body failed
+        // half-way is still bounded, should its graph be finished anyway.
+        let tailed = tail(&mut inner);
         self.ext.borrow_mut().in_body -= 1;
         let ended = self.ctx.b().end_into(side).map_err(|code| self.ctx.fail(op, site, code));
         drop(inner);
         recorded?;
-        test?;
+        tailed?;
         ended
     }
 }

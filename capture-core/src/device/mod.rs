@@ -108,8 +108,6 @@ pub struct NodeCounts {
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub(crate) enum CondKind {
     /// The body runs when the condition is non-zero (a second body, when given, otherwise).
-    /// Modelled by both devices; not yet offered by the safe API.
-    #[allow(dead_code)]
     If,
     /// The body runs while the condition is non-zero, tested before each iteration.
     While,
@@ -259,17 +257,13 @@ pub(crate) trait Backend: Send + Sync + 'static {
     fn blas_sgemm(&self, h: usize, s: RawStream, ws: DevPtr, bytes: usize, g: &Gemm) -> Result<(), DriverCode>;
 
     fn begin_capture(&self, s: RawStream, mode: CaptureMode) -> Result<(), DriverCode>;
-    /// Adds a conditional node of `kind` with `bodies` body graphs at the current end of
-    /// `s`'s capture (the stream's later work depends on it), with a new condition handle
-    /// whose value is `default` at the start of each launch. Returns the handle and the
-    /// body graphs, which [`capture_into`](Self::capture_into) fills.
-    fn cond_node(
-        &self,
-        s: RawStream,
-        kind: CondKind,
-        bodies: u32,
-        default: u32,
-    ) -> Result<(u64, Vec<RawGraph>), DriverCode>;
+    /// Creates a condition handle in the graph `s` is capturing into, whose value is
+    /// `default` at the start of each execution of that graph.
+    fn cond_handle(&self, s: RawStream, default: u32) -> Result<u64, DriverCode>;
+    /// Adds a conditional node of `kind` on `handle` with `bodies` body graphs at the current
+    /// end of `s`'s capture (the stream's later work depends on it); returns the body graphs,
+    /// which [`capture_into`](Self::capture_into) fills.
+    fn cond_add(&self, s: RawStream, handle: u64, kind: CondKind, bodies: u32) -> Result<Vec<RawGraph>, DriverCode>;
     /// Begins capturing `side` (idle) into body graph `g` of a conditional node.
     fn capture_into(&self, side: RawStream, g: RawGraph, mode: CaptureMode) -> Result<(), DriverCode>;
     /// Ends a [`capture_into`](Self::capture_into): the body graph holds what was recorded.

@@ -374,14 +374,20 @@ enum Node {
     #[cfg_attr(not(feature = "nccl"), allow(dead_code))]
     Collective(Arc<crate::device::coll::CollNode>),
     /// A conditional node: its condition is the `u32` at `handle` (a cell of simulated
-    /// memory), set to `default` each time the node is reached, then by kernels of the
-    /// body (`cudaGraphSetConditional`); WHILE runs `bodies[0]` while it is non-zero, IF
-    /// runs `bodies[0]` when it is, `bodies[1]` (if any) when not.
+    /// memory), set by kernels (`cudaGraphSetConditional`); WHILE runs `bodies[0]` while it
+    /// is non-zero, IF runs `bodies[0]` when it is, `bodies[1]` (if any) when not.
     Cond {
         kind: crate::device::CondKind,
         handle: u64,
-        default: u32,
         bodies: Vec<Arc<Vec<Node>>>,
+    },
+    /// Where a condition handle was made: sets it to its default. The driver assigns the
+    /// default at the start of each execution of the graph that holds the handle; nothing
+    /// can use the handle before the point it was made, so this is the same. Not a node of
+    /// the GPU's graph (not counted).
+    CondReset {
+        handle: u64,
+        default: u32,
     },
 }
 
@@ -596,8 +602,8 @@ impl State {
             Node::MemAlloc { .. } | Node::MemFree { .. } | Node::Event => Ok(()),
             // A collective waits for its peers: alone, a GPU would wait forever.
             Node::Collective(_) => Err(ILLEGAL_STATE),
-            Node::Cond { kind, handle, default, bodies } => {
-                self.mem.write(*handle, &default.to_le_bytes())?;
+            Node::CondReset { handle, default } => self.mem.write(*handle, &default.to_le_bytes()),
+            Node::Cond { kind, handle, bodies } => {
                 let value = |mem: &Memory| -> Result<u32, DriverCode> {
                     let mut b = [0u8; 4];
                     mem.read(*handle, &mut b)?;
@@ -1372,23 +1378,37 @@ impl Backend for SimDevice {
         }
         Ok(())
     }
-    fn cond_node(
-        &self,
-        s: RawStream,
-        kind: crate::device::CondKind,
-        bodies: u32,
-        default: u32,
-    ) -> Result<(u64, Vec<RawGraph>), DriverCode> {
+    fn cond_handle(&self, s: RawStream, default: u32) -> Result<u64, DriverCode> {
         let mut st = self.st();
         let cap = st.active_capture_of(s.0).ok_or(ILLEGAL_STATE)?;
         if st.captures.get(&cap).is_some_and(|c| c.state == CapState::Invalidated) {
             return Err(DriverCode::STREAM_CAPTURE_INVALIDATED);
         }
+        let handle = st.mem.alloc(4, AllocKind::Graph);
+        st.record(s.0, Node::CondReset { handle, default })?;
+        Ok(handle)
+    }
+    fn cond_add(
+        &self,
+        s: RawStream,
+        handle: u64,
+        kind: crate::device::CondKind,
+        bodies: u32,
+    ) -> Result<Vec<RawGraph>, DriverCode> {
+        let mut st = self.st();
+        let cap = st.active_capture_of(s.0).ok_or(ILLEGAL_STATE)?;
+        let c = st.captures.get(&cap).ok_or(ILLEGAL_STATE)?;
+        if c.state == CapState::Invalidated {
+            return Err(DriverCode::STREAM_CAPTURE_INVALIDATED);
+        }
+        // The handle must have been made in this graph.
+        if !c.nodes.iter().any(|n| matches!(n, Node::CondReset { handle: h, .. } if *h == handle)) {
+            return Err(DriverCode::INVALID_VALUE);
+        }
         if bodies == 0 || (kind == crate::device::CondKind::While && bodies != 1) || bodies > 2 {
             return Err(DriverCode::INVALID_VALUE);
         }
-        let handle = st.mem.alloc(4, AllocKind::Graph);
-        let node = Node::Cond { kind, handle, default, bodies: (0..bodies).map(|_| Arc::new(Vec::new())).collect() };
+        let node = Node::Cond { kind, handle, bodies: (0..bodies).map(|_| Arc::new(Vec::new())).collect() };
         st.record(s.0, node)?;
         let idx = st.captures.get(&cap).map_or(0, |c| c.nodes.len() - 1);
         let mut graphs = Vec::new();
@@ -1397,7 +1417,7 @@ impl Backend for SimDevice {
             st.bodies.insert(h, (cap, idx, b));
             graphs.push(RawGraph(h));
         }
-        Ok((handle, graphs))
+        Ok(graphs)
     }
     fn capture_into(&self, side: RawStream, g: RawGraph, mode: CaptureMode) -> Result<(), DriverCode> {
         let target = self.st().bodies.get(&g.0).copied().ok_or(DriverCode::INVALID_HANDLE)?;
@@ -1506,7 +1526,8 @@ impl Backend for SimDevice {
     fn graph_nodes(&self, g: RawGraph) -> Result<NodeCounts, DriverCode> {
         let st = self.st();
         let graph = st.graphs.get(&g.0).ok_or(DriverCode::INVALID_HANDLE)?;
-        let mut c = NodeCounts { total: graph.nodes.len(), ..NodeCounts::default() };
+        let resets = graph.nodes.iter().filter(|n| matches!(n, Node::CondReset { .. })).count();
+        let mut c = NodeCounts { total: graph.nodes.len() - resets, ..NodeCounts::default() };
         for n in graph.nodes.iter() {
             match n {
                 Node::Kernel { .. } => c.kernels += 1,
@@ -1518,6 +1539,7 @@ impl Backend for SimDevice {
                 // NCCL's collectives are kernels in a GPU's graph.
                 Node::Collective(_) => c.kernels += 1,
                 Node::Cond { .. } => c.conditional += 1,
+                Node::CondReset { .. } => {}
             }
         }
         Ok(c)

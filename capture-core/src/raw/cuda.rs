@@ -328,18 +328,23 @@ impl Backend for CudaBackend {
         // SAFETY: module invariant (handles live, sizes checked by the caller).
         unsafe { raw::end_capture(s.0) }.map(RawGraph)
     }
-    fn cond_node(
+    fn cond_handle(&self, s: RawStream, default: u32) -> Result<u64, DriverCode> {
+        self.bind()?;
+        // SAFETY: module invariant; the driver's capture info checks that `s` is capturing.
+        unsafe { raw::cond_handle(s.0, default) }
+    }
+    fn cond_add(
         &self,
         s: RawStream,
+        handle: u64,
         kind: crate::device::CondKind,
         bodies: u32,
-        default: u32,
-    ) -> Result<(u64, Vec<RawGraph>), DriverCode> {
+    ) -> Result<Vec<RawGraph>, DriverCode> {
         self.bind()?;
-        // SAFETY: module invariant; the caller's stream is capturing (checked by the safe
-        // layer, and by the driver's capture info).
-        let (h, g) = unsafe { raw::cond_node(s.0, kind, bodies, default) }?;
-        Ok((h, g.into_iter().map(RawGraph).collect()))
+        // SAFETY: module invariant; the handle came from `cond_handle` on this capture (the
+        // safe layer's order), and the driver checks the stream is capturing.
+        let g = unsafe { raw::cond_add(s.0, handle, kind, bodies) }?;
+        Ok(g.into_iter().map(RawGraph).collect())
     }
     fn capture_into(&self, side: RawStream, g: RawGraph, mode: CaptureMode) -> Result<(), DriverCode> {
         self.bind()?;

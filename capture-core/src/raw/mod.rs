@@ -394,20 +394,12 @@ pub(crate) unsafe fn capture_status(s: usize) -> R<CaptureStatus> {
     })
 }
 
-/// Adds a conditional node at the current end of `s`'s capture — a new handle of default
-/// value `default` (re-applied at each launch), the node depending on the capture's current
-/// dependencies, which then become the node — and returns the handle and the node's body
-/// graphs (owned by the node).
+/// The graph `s` is capturing into, its current dependencies (`n` nodes and edge data,
+/// the driver's arrays, valid until the capture changes).
 ///
 /// # Safety
-/// `s` must be a live stream that is capturing, of the current context.
-pub(crate) unsafe fn cond_node(
-    s: usize,
-    kind: crate::device::CondKind,
-    bodies: u32,
-    default: u32,
-) -> R<(u64, Vec<usize>)> {
-    let st = stream(s);
+/// `s` must be a live stream.
+unsafe fn capture_point(s: usize) -> R<(sys::CUgraph, *const sys::CUgraphNode, *const sys::CUgraphEdgeData, usize)> {
     let mut status = sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
     let mut id = 0u64;
     let mut graph: sys::CUgraph = std::ptr::null_mut();
@@ -416,11 +408,22 @@ pub(crate) unsafe fn cond_node(
     let mut n = 0usize;
     // SAFETY: every out-pointer is valid; `s` is live (caller).
     code(unsafe {
-        sys::cuStreamGetCaptureInfo_v3(st, &mut status, &mut id, &mut graph, &mut deps, &mut edges, &mut n)
+        sys::cuStreamGetCaptureInfo_v3(stream(s), &mut status, &mut id, &mut graph, &mut deps, &mut edges, &mut n)
     })?;
     if status != sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_ACTIVE {
         return Err(DriverCode::STREAM_CAPTURE_INVALIDATED);
     }
+    Ok((graph, deps, edges, n))
+}
+
+/// Creates a condition handle in the graph `s` is capturing into, its value `default` at the
+/// start of each execution of that graph (`CU_GRAPH_COND_ASSIGN_DEFAULT`).
+///
+/// # Safety
+/// `s` must be a live stream of the current context.
+pub(crate) unsafe fn cond_handle(s: usize, default: u32) -> R<u64> {
+    // SAFETY: forwarded.
+    let (graph, ..) = unsafe { capture_point(s) }?;
     let mut ctx: sys::CUcontext = std::ptr::null_mut();
     // SAFETY: writes the current context.
     code(unsafe { sys::cuCtxGetCurrent(&mut ctx) })?;
@@ -429,6 +432,22 @@ pub(crate) unsafe fn cond_node(
     code(unsafe {
         sys::cuGraphConditionalHandleCreate(&mut handle, graph, ctx, default, sys::CU_GRAPH_COND_ASSIGN_DEFAULT)
     })?;
+    Ok(handle)
+}
+
+/// Adds a conditional node on `handle` at the current end of `s`'s capture — depending on
+/// the capture's current dependencies, which then become the node — and returns its body
+/// graphs (owned by the node).
+///
+/// # Safety
+/// `s` must be a live, capturing stream of the current context; `handle` made by
+/// [`cond_handle`] in the same graph.
+pub(crate) unsafe fn cond_add(s: usize, handle: u64, kind: crate::device::CondKind, bodies: u32) -> R<Vec<usize>> {
+    // SAFETY: forwarded.
+    let (graph, deps, edges, n) = unsafe { capture_point(s) }?;
+    let mut ctx: sys::CUcontext = std::ptr::null_mut();
+    // SAFETY: writes the current context.
+    code(unsafe { sys::cuCtxGetCurrent(&mut ctx) })?;
     // SAFETY: all-zero bytes are a valid value of this plain C struct (integers, pointers,
     // a union of such); the fields the node needs are set below.
     let mut p: sys::CUgraphNodeParams = unsafe { std::mem::zeroed() };
@@ -449,16 +468,16 @@ pub(crate) unsafe fn cond_node(
     code(unsafe { sys::cuGraphAddNode_v2(&mut node, graph, deps, edges, n, &mut p) })?;
     // SAFETY: on success the driver set `phGraph_out` to its array of `bodies` graphs.
     let out = unsafe { p.__bindgen_anon_1.conditional.phGraph_out };
-    // SAFETY: `out` holds `bodies` graph handles (checked non-null).
-    let bodies: Vec<usize> = if out.is_null() {
+    let graphs: Vec<usize> = if out.is_null() {
         Vec::new()
     } else {
+        // SAFETY: `out` holds `bodies` graph handles (checked non-null).
         unsafe { std::slice::from_raw_parts(out, bodies as usize) }.iter().map(|g| *g as usize).collect()
     };
     let flags = sys::CUstreamUpdateCaptureDependencies_flags::CU_STREAM_SET_CAPTURE_DEPENDENCIES as u32;
     // SAFETY: `node` is a node of the capture's graph; one dependency, no edge data.
-    code(unsafe { sys::cuStreamUpdateCaptureDependencies_v2(st, &mut node, std::ptr::null(), 1, flags) })?;
-    Ok((handle, bodies))
+    code(unsafe { sys::cuStreamUpdateCaptureDependencies_v2(stream(s), &mut node, std::ptr::null(), 1, flags) })?;
+    Ok(graphs)
 }
 
 /// The driver's API version (e.g. 13000 for CUDA 13.0).

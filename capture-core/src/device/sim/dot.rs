@@ -72,7 +72,8 @@ fn describe(st: &State, n: &Node) -> (&'static str, String, &'static str) {
             format!("{} (communicator #{}, rank {} of {})", c.call.name(), c.comm, c.rank, c.nranks),
             "#f8d7da",
         ),
-        Node::Cond { kind, bodies, default, .. } => {
+        Node::CondReset { default, .. } => ("condition", format!("handle made, default {default}"), "#ffe5d0"),
+        Node::Cond { kind, bodies, .. } => {
             let inner: Vec<String> = bodies
                 .iter()
                 .enumerate()
@@ -91,7 +92,7 @@ fn describe(st: &State, n: &Node) -> (&'static str, String, &'static str) {
                 crate::device::CondKind::If => "IF",
                 crate::device::CondKind::While => "WHILE",
             };
-            ("conditional", format!("{k} (default {default})\n{}", inner.join("\n")), "#ffe5d0")
+            ("conditional", format!("{k}\n{}", inner.join("\n")), "#ffe5d0")
         }
     }
 }
