@@ -14,15 +14,20 @@ on_both!(the_control_kernels_load, |ctx: capture_core::Context| {
     assert!(m.kernel("no_such_kernel").is_err());
 });
 
-// One launch runs the whole loop: K steps, K increments, a counter of K, on every replay.
-on_both!(a_loop_runs_to_its_bound_in_one_launch, |ctx: capture_core::Context| {
-    use capture_core::control::{LoopCounter, Until};
-    use capture_core::LaunchConfig;
+/// `incr_f32` (with its host implementation on the simulated device) and a stream.
+fn incr_and_stream(ctx: &capture_core::Context) -> (capture_core::Kernel, capture_core::Stream) {
     if let Some(sim) = ctx.sim() {
         kernels::register_chain_kernels(sim);
     }
     let incr = ctx.load_module(kernels::CHAIN_PTX).unwrap().kernel("incr_f32").unwrap();
-    let mut s = ctx.new_stream().unwrap();
+    (incr, ctx.new_stream().unwrap())
+}
+
+// One launch runs the whole loop: K steps, K increments, a counter of K, on every replay.
+on_both!(a_loop_runs_to_its_bound_in_one_launch, |ctx: capture_core::Context| {
+    use capture_core::control::{LoopCounter, Until};
+    use capture_core::LaunchConfig;
+    let (incr, mut s) = incr_and_stream(&ctx);
     let counter = LoopCounter::new(&mut s).unwrap();
     for k in [1u32, 5, 64] {
         let x = s.alloc_zeros::<f32>(1024).unwrap();
@@ -57,11 +62,7 @@ on_both!(a_loop_runs_to_its_bound_in_one_launch, |ctx: capture_core::Context| {
 on_both!(a_loop_stops_on_its_token_or_its_bound, |ctx: capture_core::Context| {
     use capture_core::control::{LoopCounter, Until};
     use capture_core::LaunchConfig;
-    if let Some(sim) = ctx.sim() {
-        kernels::register_chain_kernels(sim);
-    }
-    let incr = ctx.load_module(kernels::CHAIN_PTX).unwrap().kernel("incr_f32").unwrap();
-    let mut s = ctx.new_stream().unwrap();
+    let (incr, mut s) = incr_and_stream(&ctx);
     let counter = LoopCounter::new(&mut s).unwrap();
     for (stop, want) in [(5.0f32.to_bits(), 5u32), (u32::MAX, 100)] {
         let token = s.alloc_zeros::<u32>(1).unwrap();
@@ -107,11 +108,7 @@ on_both!(a_loop_body_refuses_memory_nodes_and_bad_input, |ctx: capture_core::Con
 on_both!(a_branch_runs_on_its_flag_and_nests_in_a_loop, |ctx: capture_core::Context| {
     use capture_core::control::{Branch, LoopCounter, Until};
     use capture_core::LaunchConfig;
-    if let Some(sim) = ctx.sim() {
-        kernels::register_chain_kernels(sim);
-    }
-    let incr = ctx.load_module(kernels::CHAIN_PTX).unwrap().kernel("incr_f32").unwrap();
-    let mut s = ctx.new_stream().unwrap();
+    let (incr, mut s) = incr_and_stream(&ctx);
     let branch = Branch::new(&ctx).unwrap();
     let counter = LoopCounter::new(&mut s).unwrap();
     let flag = s.alloc_zeros::<u32>(1).unwrap();

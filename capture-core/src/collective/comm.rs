@@ -481,22 +481,7 @@ impl Comm {
         let raw = std::mem::replace(&mut self.raw, 0);
         // A communicator in error (or with an operation still in progress) is aborted: NCCL's
         // destroy would return early, leaking it and leaving this thread inside an NCCL group.
-        let ready = crate::raw::nccl::state(raw).and_then(|ready| {
-            if ready {
-                Ok(())
-            } else {
-                Err(crate::raw::nccl::NcclFail { code: 7, text: "an operation is still in progress".into() })
-            }
-        });
-        if let Err(f) = ready {
-            crate::raw::nccl::abort(raw);
-            return Err(Error::Nccl { op: "ncclCommDestroy (aborted instead)", code: f.code, text: f.text });
-        }
-        crate::raw::nccl::destroy_checked(raw).map_err(|f| Error::Nccl {
-            op: "ncclCommDestroy",
-            code: f.code,
-            text: f.text,
-        })
+        crate::raw::nccl::release_checked(raw).map_err(|(op, f)| Error::Nccl { op, code: f.code, text: f.text })
     }
 
     /// Whether the communicator was aborted after a timeout (it cannot be used again).

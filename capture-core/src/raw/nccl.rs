@@ -65,25 +65,27 @@ pub(crate) fn init_all(ordinals: &[i32]) -> R<Vec<usize>> {
 /// still in progress — where `ncclCommDestroy` would return early, leaking it and leaving
 /// the calling thread inside an NCCL group. A failure is logged.
 pub(crate) fn release(comm: usize) {
+    if let Err((op, f)) = release_checked(comm) {
+        log::error!("capture-core: {op} failed: {} ({})", f.code, f.text);
+    }
+}
+
+/// [`release`], reporting the outcome: NCCL's destroy error, or the state that made it an
+/// abort instead.
+pub(crate) fn release_checked(comm: usize) -> Result<(), (&'static str, NcclFail)> {
+    let aborted = "ncclCommDestroy (aborted instead)";
     match state(comm) {
-        Ok(true) => destroy(comm),
-        _ => abort(comm),
+        // SAFETY: `comm` is live and its only owner gives it up here.
+        Ok(true) => unsafe { comm_destroy(comm) }.map_err(|f| ("ncclCommDestroy", f)),
+        Ok(false) => {
+            abort(comm);
+            Err((aborted, NcclFail { code: 7, text: "an operation is still in progress".into() }))
+        }
+        Err(f) => {
+            abort(comm);
+            Err((aborted, f))
+        }
     }
-}
-
-/// Destroys a communicator, once; a failure is logged.
-fn destroy(comm: usize) {
-    // SAFETY: `comm` came from `init_all` and its only owner gives it up here.
-    if let Err(f) = unsafe { comm_destroy(comm) } {
-        log::error!("capture-core: ncclCommDestroy failed: {} ({})", f.code, f.text);
-    }
-}
-
-/// Destroys a communicator made here, once, at its owner's request (`Comm::destroy`),
-/// returning NCCL's result.
-pub(crate) fn destroy_checked(comm: usize) -> R<()> {
-    // SAFETY: `comm` is live and its only owner gives it up here.
-    unsafe { comm_destroy(comm) }
 }
 
 /// Issues a checked group: `ncclGroupStart`, each `(call, comm, stream)`, `ncclGroupEnd`.
