@@ -2,7 +2,7 @@
 // data. Compiled to PTX (control.ptx, committed next to this file) like chain.cu.
 //
 // Regenerate control.ptx (needs nvcc 12.4 or later):
-//     nvcc -ptx -O3 -arch=compute_90 -o control.ptx control.cu
+//     nvcc -ptx -O3 -arch=compute_80 -o control.ptx control.cu
 //
 // Every kernel is meant for a launch of one thread: it reads a little device memory and
 // sets the condition with cudaGraphSetConditional, which is defined only while a graph
@@ -39,3 +39,45 @@ extern "C" __global__ void cond_from_flag(const unsigned int* flag,
 
 // *x = 0: resets a counter inside a graph (before a loop).
 extern "C" __global__ void zero_u32(unsigned int* x) { *x = 0; }
+
+// *a = 0, *b = 0: resets a loop's step counter and its stop flag in one node.
+extern "C" __global__ void zero2_u32(unsigned int* a, unsigned int* b) {
+    *a = 0;
+    *b = 0;
+}
+
+// *x += v: advances a counter inside a graph (after a loop's unrolled remainder).
+extern "C" __global__ void add_u32(unsigned int* x, unsigned int v) { *x += v; }
+
+// Several steps per loop iteration: *step += per_iter, then
+// condition = (*step + per_iter <= limit): another whole iteration fits under the bound.
+extern "C" __global__ void cond_steps(unsigned int* step, unsigned int per_iter,
+                                      unsigned int limit,
+                                      cudaGraphConditionalHandle handle) {
+    unsigned int s = *step + per_iter;
+    *step = s;
+    cudaGraphSetConditional(handle, s + per_iter <= limit ? 1u : 0u);
+}
+
+// As cond_steps, and the loop also ends once *stopped is not 0 (a stop raised by a kernel
+// of the body: the library's stop_on_token, or the user's own).
+extern "C" __global__ void cond_steps_until(const unsigned int* stopped,
+                                            unsigned int* step, unsigned int per_iter,
+                                            unsigned int limit,
+                                            cudaGraphConditionalHandle handle) {
+    unsigned int s = *step + per_iter;
+    *step = s;
+    cudaGraphSetConditional(handle, (*stopped == 0 && s + per_iter <= limit) ? 1u : 0u);
+}
+
+// Raises a sticky stop flag once the token is the stop id: *stopped = 1 if *token == stop.
+extern "C" __global__ void stop_on_token(const unsigned int* token, unsigned int stop,
+                                         unsigned int* stopped) {
+    if (*token == stop) *stopped = 1;
+}
+
+// condition = (*flag == 0): an IF that runs while nothing has raised the flag.
+extern "C" __global__ void cond_from_zero_flag(const unsigned int* flag,
+                                               cudaGraphConditionalHandle handle) {
+    cudaGraphSetConditional(handle, *flag == 0 ? 1u : 0u);
+}

@@ -307,6 +307,12 @@ impl Context {
             // stream leaves capture mode (where they would silently run eagerly).
             d.ended.store(true, std::sync::atomic::Ordering::Release);
             match b.end_capture(d.raw) {
+                // A failed conditional body left the graph unsafe to destroy: leaked.
+                Ok(g) if g.0 != 0 && d.poisoned.load(std::sync::atomic::Ordering::Acquire) => {
+                    log::error!(
+                        "capture-core: the graph of dangling capture #{id} is leaked (a conditional body failed)"
+                    );
+                }
                 Ok(g) if g.0 != 0 => {
                     if let Err(code) = b.graph_destroy(g) {
                         log::error!("capture-core: destroying the graph of a dangling capture failed: {code}");

@@ -601,8 +601,12 @@ pub enum Error {
     },
 
     /// The driver has no conditional graph nodes.
-    #[error("conditional graph nodes need CUDA 12.4 or later (driver API version 12040; this driver is {found}): update the driver, or run the loop from the host")]
+    #[error("{form} needs a driver of API version {needed} or later (CUDA {}.{}; this driver is {found}): update the driver, or run the loop from the host", needed / 1000, needed % 1000 / 10)]
     ConditionalNodesUnsupported {
+        /// The form asked for (a WHILE loop, an IF/ELSE branch).
+        form: &'static str,
+        /// The driver API version it needs (12040 for WHILE and IF, 12080 for IF/ELSE).
+        needed: i32,
         /// The driver's API version.
         found: i32,
     },

@@ -150,6 +150,13 @@ pub struct CaptureBook {
     /// How many conditional bodies are being recorded around the current operation (a body
     /// graph holds no memory nodes).
     pub(crate) in_body: u32,
+    /// Set when a conditional body's recording ended invalidated. The driver then keeps the
+    /// capture itself going, but the graph it returns holds a body the driver discarded:
+    /// destroying that graph crashed the process (SIGSEGV in `cuGraphDestroy`, H100,
+    /// driver 580). Such a graph is never instantiated nor destroyed: it is leaked (a few
+    /// KiB of host memory), and the capture ends as invalidated. Shared with the registry
+    /// for [`Context::end_dangling_captures`](crate::Context::end_dangling_captures).
+    pub(crate) poisoned: Arc<AtomicBool>,
 }
 
 impl CaptureBook {
@@ -266,6 +273,7 @@ impl<'s, 'a> CaptureGuard<'s, 'a> {
             collectives: 0,
             comm_links: Vec::new(),
             in_body: 0,
+            poisoned: Arc::new(AtomicBool::new(false)),
             instantiate: opts.instantiate,
         }));
         {
@@ -276,6 +284,7 @@ impl<'s, 'a> CaptureGuard<'s, 'a> {
                     raw: idle.raw,
                     thread: std::thread::current().id(),
                     ended: bk.ended.clone(),
+                    poisoned: bk.poisoned.clone(),
                     watch: bk.watch.clone(),
                 },
             );
@@ -367,6 +376,18 @@ impl<'s, 'a> CaptureGuard<'s, 'a> {
             }
         }
         let outcome = b.end_capture(raw);
+        let poisoned = self.book.borrow().poisoned.load(Ordering::Acquire);
+        let outcome = match outcome {
+            Ok(g) if poisoned && g.0 != 0 => {
+                log::error!(
+                    "capture-core: a conditional body of capture #{} failed to record; its graph is leaked \
+                     (the driver left it holding a discarded body: destroying it would crash)",
+                    self.id()
+                );
+                Err(DriverCode::STREAM_CAPTURE_INVALIDATED)
+            }
+            o => o,
+        };
         crate::interop::tracking::leave(&ctx);
         crate::registry::fail_fast::unregister(ctx.inner.domain, self.id());
         let entry = ctx.reg().end(self.id(), b);

@@ -27,6 +27,10 @@ pub fn register_control_kernels(sim: &SimDevice) {
         c.write(h, &[u32::from(v)])
     }
     sim.register_kernel("zero_u32", |c| c.write(c.ptr(0)?, &[0u32]));
+    sim.register_kernel("zero2_u32", |c| {
+        c.write(c.ptr(0)?, &[0u32])?;
+        c.write(c.ptr(1)?, &[0u32])
+    });
     sim.register_kernel("cond_step_below", |c| {
         let p = c.ptr(0)?;
         let s = c.read::<u32>(p, 1)?[0].wrapping_add(1);
@@ -46,6 +50,38 @@ pub fn register_control_kernels(sim: &SimDevice) {
     sim.register_kernel("cond_from_flag", |c| {
         let flag = c.read::<u32>(c.ptr(0)?, 1)?[0];
         set(c, 1, flag != 0)
+    });
+    sim.register_kernel("cond_from_zero_flag", |c| {
+        let flag = c.read::<u32>(c.ptr(0)?, 1)?[0];
+        set(c, 1, flag == 0)
+    });
+    sim.register_kernel("add_u32", |c| {
+        let p = c.ptr(0)?;
+        let x = c.read::<u32>(p, 1)?[0].wrapping_add(c.u32(1)?);
+        c.write(p, &[x])
+    });
+    // s += per; condition = (flag == 0 if there is one) && s + per <= limit.
+    fn steps(c: &mut KernelCall<'_>, flag: Option<usize>) -> Result<(), KernelFault> {
+        let at = usize::from(flag.is_some());
+        let live = match flag {
+            Some(slot) => c.read::<u32>(c.ptr(slot)?, 1)?[0] == 0,
+            None => true,
+        };
+        let p = c.ptr(at)?;
+        let per = c.u32(at + 1)?;
+        let s = c.read::<u32>(p, 1)?[0].wrapping_add(per);
+        c.write(p, &[s])?;
+        let limit = c.u32(at + 2)?;
+        set(c, at + 3, live && u64::from(s) + u64::from(per) <= u64::from(limit))
+    }
+    sim.register_kernel("cond_steps", |c| steps(c, None));
+    sim.register_kernel("cond_steps_until", |c| steps(c, Some(0)));
+    sim.register_kernel("stop_on_token", |c| {
+        let token = c.read::<u32>(c.ptr(0)?, 1)?[0];
+        if token == c.u32(1)? {
+            c.write(c.ptr(2)?, &[1u32])?;
+        }
+        Ok(())
     });
 }
 

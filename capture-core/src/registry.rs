@@ -33,6 +33,9 @@ pub(crate) struct Dangling {
     pub raw: RawStream,
     pub thread: std::thread::ThreadId,
     pub ended: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    /// A conditional body failed to record: the graph must not be destroyed (see
+    /// `CaptureBook::poisoned`).
+    pub poisoned: std::sync::Arc<std::sync::atomic::AtomicBool>,
     pub watch: Option<std::sync::Arc<crate::watchdog::Watch>>,
 }
 
@@ -117,7 +120,16 @@ impl Registry {
             .iter()
             .filter_map(|e| {
                 let d = e.dangling.as_ref().filter(|d| d.thread == thread)?;
-                Some((e.id, Dangling { raw: d.raw, thread: d.thread, ended: d.ended.clone(), watch: d.watch.clone() }))
+                Some((
+                    e.id,
+                    Dangling {
+                        raw: d.raw,
+                        thread: d.thread,
+                        ended: d.ended.clone(),
+                        poisoned: d.poisoned.clone(),
+                        watch: d.watch.clone(),
+                    },
+                ))
             })
             .collect()
     }
