@@ -21,14 +21,16 @@ extern "C" __global__ void cond_step_below(unsigned int* step, unsigned int k,
 }
 
 // WHILE the last token is not the stop token and fewer than k steps ran:
-// *step += 1, then condition = (*token != stop && *step < k).
+// *step += 1; at the stop token *stopped = 1; condition = (*token != stop && *step < k).
 extern "C" __global__ void cond_until_token(const unsigned int* token,
-                                            unsigned int stop, unsigned int* step,
-                                            unsigned int k,
+                                            unsigned int stop, unsigned int* stopped,
+                                            unsigned int* step, unsigned int k,
                                             cudaGraphConditionalHandle handle) {
     unsigned int s = *step + 1;
     *step = s;
-    cudaGraphSetConditional(handle, (*token != stop && s < k) ? 1u : 0u);
+    bool at_stop = *token == stop;
+    if (at_stop) *stopped = 1;
+    cudaGraphSetConditional(handle, (!at_stop && s < k) ? 1u : 0u);
 }
 
 // condition = (*flag != 0): for an IF, or a WHILE steered by the user's own kernels.
@@ -40,10 +42,22 @@ extern "C" __global__ void cond_from_flag(const unsigned int* flag,
 // *x = 0: resets a counter inside a graph (before a loop).
 extern "C" __global__ void zero_u32(unsigned int* x) { *x = 0; }
 
-// *a = 0, *b = 0: resets a loop's step counter and its stop flag in one node.
-extern "C" __global__ void zero2_u32(unsigned int* a, unsigned int* b) {
-    *a = 0;
-    *b = 0;
+// The start of a loop, just before its WHILE node: *step = 0 and condition = 1, so the
+// body runs at least once in every run of the enclosing graph or body (a handle's default
+// is assigned once per launch of the whole graph; a loop nested in another's body needs it
+// set again each time it is reached).
+extern "C" __global__ void loop_start(unsigned int* step,
+                                      cudaGraphConditionalHandle handle) {
+    *step = 0;
+    cudaGraphSetConditional(handle, 1u);
+}
+
+// As loop_start, and the loop's stop flag is lowered: *stopped = 0.
+extern "C" __global__ void loop_start_flag(unsigned int* step, unsigned int* stopped,
+                                           cudaGraphConditionalHandle handle) {
+    *step = 0;
+    *stopped = 0;
+    cudaGraphSetConditional(handle, 1u);
 }
 
 // *x += v: advances a counter inside a graph (after a loop's unrolled remainder).

@@ -307,10 +307,16 @@ impl Context {
             // stream leaves capture mode (where they would silently run eagerly).
             d.ended.store(true, std::sync::atomic::Ordering::Release);
             match b.end_capture(d.raw) {
-                // A failed conditional body left the graph unsafe to destroy: leaked.
-                Ok(g) if g.0 != 0 && d.poisoned.load(std::sync::atomic::Ordering::Acquire) => {
+                // A failed conditional body left the graph unsafe to destroy, or a body is
+                // still being recorded into it (this was called from inside one): leaked.
+                Ok(g)
+                    if g.0 != 0
+                        && (d.poisoned.load(std::sync::atomic::Ordering::Acquire)
+                            || d.open_bodies.load(std::sync::atomic::Ordering::Acquire) > 0) =>
+                {
                     log::error!(
-                        "capture-core: the graph of dangling capture #{id} is leaked (a conditional body failed)"
+                        "capture-core: the graph of dangling capture #{id} is leaked (a conditional body failed, or is \
+                         still being recorded)"
                     );
                 }
                 Ok(g) if g.0 != 0 => {

@@ -157,6 +157,13 @@ pub struct CaptureBook {
     /// KiB of host memory), and the capture ends as invalidated. Shared with the registry
     /// for [`Context::end_dangling_captures`](crate::Context::end_dangling_captures).
     pub(crate) poisoned: Arc<AtomicBool>,
+    /// Set when a conditional node's body failed to record (an error or a panic in it, a
+    /// stream swapped in it, no body graph): the graph may hold a WHILE without its test,
+    /// which would never end, so the capture ends as invalidated and its graph is destroyed.
+    pub(crate) broken: bool,
+    /// Conditional bodies being recorded now (shared with the registry: a capture ended
+    /// from outside while one is open must not destroy the graph the body records into).
+    pub(crate) open_bodies: Arc<std::sync::atomic::AtomicU32>,
 }
 
 impl CaptureBook {
@@ -274,6 +281,8 @@ impl<'s, 'a> CaptureGuard<'s, 'a> {
             comm_links: Vec::new(),
             in_body: 0,
             poisoned: Arc::new(AtomicBool::new(false)),
+            broken: false,
+            open_bodies: Arc::new(std::sync::atomic::AtomicU32::new(0)),
             instantiate: opts.instantiate,
         }));
         {
@@ -285,6 +294,7 @@ impl<'s, 'a> CaptureGuard<'s, 'a> {
                     thread: std::thread::current().id(),
                     ended: bk.ended.clone(),
                     poisoned: bk.poisoned.clone(),
+                    open_bodies: bk.open_bodies.clone(),
                     watch: bk.watch.clone(),
                 },
             );
@@ -376,7 +386,10 @@ impl<'s, 'a> CaptureGuard<'s, 'a> {
             }
         }
         let outcome = b.end_capture(raw);
-        let poisoned = self.book.borrow().poisoned.load(Ordering::Acquire);
+        let (poisoned, broken) = {
+            let book = self.book.borrow();
+            (book.poisoned.load(Ordering::Acquire), book.broken)
+        };
         let outcome = match outcome {
             Ok(g) if poisoned && g.0 != 0 => {
                 log::error!(
@@ -384,6 +397,13 @@ impl<'s, 'a> CaptureGuard<'s, 'a> {
                      (the driver left it holding a discarded body: destroying it would crash)",
                     self.id()
                 );
+                Err(DriverCode::STREAM_CAPTURE_INVALIDATED)
+            }
+            Ok(g) if broken && g.0 != 0 => {
+                // A conditional body failed to record: the graph is discarded, not launched.
+                if let Err(code) = b.graph_destroy(g) {
+                    log::error!("capture-core: destroying the graph of a broken capture failed: {code}");
+                }
                 Err(DriverCode::STREAM_CAPTURE_INVALIDATED)
             }
             o => o,
@@ -645,7 +665,10 @@ impl<'s, 'a> CaptureGuard<'s, 'a> {
             Ok(g) => g,
             Err(code) => return Err(self.end_error(code, &report)),
         };
-        match b.graph_exec_update(graph.exec, new) {
+        // A graph with conditional nodes is instantiated anew: its new condition handles
+        // must not meet the old graph's condition kernels in an in-place update.
+        let in_place = if graph.nodes.conditional > 0 { Ok(false) } else { b.graph_exec_update(graph.exec, new) };
+        match in_place {
             Ok(true) => {
                 // An in-place update succeeds only when the new graph has the old one's
                 // topology (same nodes, same types, same edges), so the counts carry over:

@@ -8,11 +8,16 @@ use crate::device::sim::{KernelCall, KernelFault, SimDevice};
 /// `add_scalar_from_ptr_f32` and `noop` (see `kernels/chain.cu`).
 pub const CHAIN_PTX: &str = include_str!("../kernels/chain.ptx");
 
-/// PTX of the kernels that steer conditional graph nodes from device data — `cond_step_below`,
-/// `cond_until_token`, `cond_from_flag` and `zero_u32` (see `kernels/control.cu`; nvcc 13.0,
-/// `compute_90`). They call `cudaGraphSetConditional`, which the driver's JIT resolves: the
-/// PTX loads like any other (measured on an H100, `docs/probe/conditional.md`). Conditional
-/// nodes are not yet part of the safe API (issue #12).
+/// PTX of the kernels that steer conditional graph nodes from device data (see
+/// `kernels/control.cu`; nvcc 13.0, `compute_80`): a loop's start (`loop_start`,
+/// `loop_start_flag`), its tests (`cond_step_below`, `cond_until_token`, `cond_steps`,
+/// `cond_steps_until`), a sticky stop (`stop_on_token`), a branch's condition
+/// (`cond_from_flag`, `cond_from_zero_flag`) and counters (`zero_u32`, `add_u32`). They call
+/// `cudaGraphSetConditional`, which the driver's JIT resolves: the PTX loads like any other
+/// (measured on an H100, `docs/probe/conditional.md`). The safe API that launches them is
+/// [`control`](crate::control), which never hands out a condition handle; a kernel launched
+/// by hand with a `u64` of your own as a handle is outside its checks, as any kernel's
+/// arguments are.
 pub const CONTROL_PTX: &str = include_str!("../kernels/control.ptx");
 
 fn n(c: &KernelCall<'_>, i: usize) -> Result<usize, KernelFault> {
@@ -27,9 +32,15 @@ pub fn register_control_kernels(sim: &SimDevice) {
         c.write(h, &[u32::from(v)])
     }
     sim.register_kernel("zero_u32", |c| c.write(c.ptr(0)?, &[0u32]));
-    sim.register_kernel("zero2_u32", |c| {
+    // The start of a loop: step = 0 (and the stop flag lowered), condition = 1.
+    sim.register_kernel("loop_start", |c| {
         c.write(c.ptr(0)?, &[0u32])?;
-        c.write(c.ptr(1)?, &[0u32])
+        set(c, 1, true)
+    });
+    sim.register_kernel("loop_start_flag", |c| {
+        c.write(c.ptr(0)?, &[0u32])?;
+        c.write(c.ptr(1)?, &[0u32])?;
+        set(c, 2, true)
     });
     sim.register_kernel("cond_step_below", |c| {
         let p = c.ptr(0)?;
@@ -39,13 +50,15 @@ pub fn register_control_kernels(sim: &SimDevice) {
         set(c, 2, s < k)
     });
     sim.register_kernel("cond_until_token", |c| {
-        let token = c.read::<u32>(c.ptr(0)?, 1)?[0];
-        let stop = c.u32(1)?;
-        let p = c.ptr(2)?;
+        let at_stop = c.read::<u32>(c.ptr(0)?, 1)?[0] == c.u32(1)?;
+        if at_stop {
+            c.write(c.ptr(2)?, &[1u32])?;
+        }
+        let p = c.ptr(3)?;
         let s = c.read::<u32>(p, 1)?[0].wrapping_add(1);
         c.write(p, &[s])?;
-        let k = c.u32(3)?;
-        set(c, 4, token != stop && s < k)
+        let k = c.u32(4)?;
+        set(c, 5, !at_stop && s < k)
     });
     sim.register_kernel("cond_from_flag", |c| {
         let flag = c.read::<u32>(c.ptr(0)?, 1)?[0];

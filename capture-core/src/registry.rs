@@ -36,6 +36,8 @@ pub(crate) struct Dangling {
     /// A conditional body failed to record: the graph must not be destroyed (see
     /// `CaptureBook::poisoned`).
     pub poisoned: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    /// Conditional bodies being recorded (see `CaptureBook::open_bodies`).
+    pub open_bodies: std::sync::Arc<std::sync::atomic::AtomicU32>,
     pub watch: Option<std::sync::Arc<crate::watchdog::Watch>>,
 }
 
@@ -127,6 +129,7 @@ impl Registry {
                         thread: d.thread,
                         ended: d.ended.clone(),
                         poisoned: d.poisoned.clone(),
+                        open_bodies: d.open_bodies.clone(),
                         watch: d.watch.clone(),
                     },
                 ))

@@ -13,7 +13,8 @@ on_both!(the_control_kernels_load, |ctx: capture_core::Context| {
         "cond_until_token",
         "cond_from_flag",
         "zero_u32",
-        "zero2_u32",
+        "loop_start",
+        "loop_start_flag",
         "add_u32",
         "cond_steps",
         "cond_steps_until",
@@ -110,6 +111,15 @@ on_both!(a_loop_body_refuses_memory_nodes_and_bad_input, |ctx: capture_core::Con
     assert!(matches!(e, Error::InvalidLoop { .. }), "{e}");
     let e = g.stream().while_loop(&foreign, 4, Until::Bound, |_| Ok(())).unwrap_err();
     assert!(matches!(e, Error::ContextMismatch { .. }), "{e}");
+    // A loop nested in another on the same counter would reset the outer loop's count
+    // every iteration, so the outer loop would never reach its bound: refused.
+    let e = g.stream().while_loop(&counter, 4, Until::Bound, |b| b.while_loop(&counter, 2, Until::Bound, |_| Ok(())));
+    assert!(matches!(e, Err(Error::InvalidLoop { ref reason }) if reason.contains("nested")), "{e:?}");
+    drop(g);
+    // The counter is free again once the loop's recording is over, on the error path too.
+    let mut g = s.capture().unwrap();
+    g.stream().while_loop(&counter, 2, Until::Bound, |_| Ok(())).unwrap();
+    g.stream().while_loop(&counter, 3, Until::Bound, |_| Ok(())).unwrap();
     drop(g);
     s.synchronize().unwrap();
 });
@@ -315,4 +325,175 @@ on_both!(a_two_way_branch_runs_one_body_or_the_other, |ctx: capture_core::Contex
         graph.launch(&mut s).unwrap();
         assert_eq!((s.download(&yes).unwrap()[63], s.download(&no).unwrap()[63]), want, "flag {f}");
     }
+});
+
+// A body that panics: the panic goes on to the caller, and nothing is left behind — the
+// body's own stream is not left capturing (it goes back to the context's spares and is
+// used again), the stream is idle and usable, and the next loop records and runs.
+on_both!(a_body_that_panics_leaves_nothing_capturing, |ctx: capture_core::Context| {
+    use capture_core::control::{LoopCounter, Until};
+    use capture_core::LaunchConfig;
+    let (incr, mut s) = incr_and_stream(&ctx);
+    let counter = LoopCounter::new(&mut s).unwrap();
+    let x = s.alloc_zeros::<f32>(64).unwrap();
+    let cfg = LaunchConfig::for_num_elems(64);
+    for round in 0..2 {
+        let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let mut g = s.capture().unwrap();
+            g.stream().while_loop(&counter, 4, Until::Bound, |body| {
+                body.launch(&incr, cfg, (&x, 64u32))?;
+                panic!("a body that panics")
+            })
+        }));
+        assert!(panicked.is_err(), "round {round}: the body never ran: {panicked:?}");
+    }
+    let (graph, _) = {
+        let mut g = s.capture().unwrap();
+        g.stream().while_loop(&counter, 3, Until::Bound, |body| body.launch(&incr, cfg, (&x, 64u32))).unwrap();
+        g.finish().unwrap()
+    };
+    graph.launch(&mut s).unwrap();
+    assert_eq!(s.download(&x).unwrap()[63], 3.0);
+});
+
+// A loop nested in another loop's body (each with its counter of its own) runs in full in
+// every iteration of the outer one: its condition is set again each time the graph reaches
+// it, not only at the launch.
+on_both!(a_loop_nests_in_a_loop, |ctx: capture_core::Context| {
+    use capture_core::control::{LoopCounter, Until};
+    use capture_core::LaunchConfig;
+    let (incr, mut s) = incr_and_stream(&ctx);
+    let (outer, inner) = (LoopCounter::new(&mut s).unwrap(), LoopCounter::new(&mut s).unwrap());
+    let x = s.alloc_zeros::<f32>(128).unwrap();
+    let cfg = LaunchConfig::for_num_elems(128);
+    let (graph, report) = {
+        let mut g = s.capture().unwrap();
+        g.stream()
+            .while_loop(&outer, 3, Until::Bound, |o| {
+                o.while_loop_unrolled(&inner, 5, 2, Until::Bound, |i| i.launch(&incr, cfg, (&x, 128u32)))
+            })
+            .unwrap();
+        g.finish().unwrap()
+    };
+    assert_eq!(report.nodes.conditional, 1, "{report}");
+    for replay in 1..=2u32 {
+        graph.launch(&mut s).unwrap();
+        assert_eq!((outer.steps(&mut s).unwrap(), inner.steps(&mut s).unwrap()), (3, 5));
+        assert_eq!(s.download(&x).unwrap()[127], (15 * replay) as f32, "replay {replay}");
+    }
+});
+
+// A body that fails leaves a loop the graph must not run (a WHILE body without its test
+// would never end): `finish` refuses the capture, and the stream stays usable.
+on_both!(a_capture_whose_loop_body_failed_does_not_finish, |ctx: capture_core::Context| {
+    use capture_core::control::{LoopCounter, Until};
+    use capture_core::Error;
+    let mut s = ctx.new_stream().unwrap();
+    let counter = LoopCounter::new(&mut s).unwrap();
+    let err = {
+        let mut g = s.capture().unwrap();
+        let e = g.stream().while_loop(&counter, 4, Until::Bound, |b| b.alloc_async::<f32>(8).map(drop));
+        assert!(matches!(e, Err(Error::NotInConditionalBody { .. })), "{e:?}");
+        g.finish().map(drop).unwrap_err()
+    };
+    assert!(matches!(err, Error::CaptureInvalidated { .. }), "{err}");
+    let y = s.upload_new(&[1u32, 2]).unwrap();
+    assert_eq!(s.download(&y).unwrap(), [1, 2]);
+});
+
+// A body that swaps its stream for another capture's: the loop's test still goes into the
+// loop, both captures are discarded, and the swapped-out streams refuse work.
+on_both!(a_body_that_swaps_its_stream_is_refused, |ctx: capture_core::Context| {
+    use capture_core::control::{LoopCounter, Until};
+    use capture_core::{Error, LaunchConfig};
+    let (incr, mut s1) = incr_and_stream(&ctx);
+    let mut s2 = ctx.new_stream().unwrap();
+    let counter = LoopCounter::new(&mut s1).unwrap();
+    let x = s1.alloc_zeros::<f32>(32).unwrap();
+    let cfg = LaunchConfig::for_num_elems(32);
+    let mut g2 =
+        s2.capture_with(capture_core::CaptureOptions::default().mode(capture_core::CaptureMode::Relaxed)).unwrap();
+    let mut other = g2.stream().fork().unwrap();
+    let mut g1 =
+        s1.capture_with(capture_core::CaptureOptions::default().mode(capture_core::CaptureMode::Relaxed)).unwrap();
+    let e = g1.stream().while_loop(&counter, 4, Until::Bound, |b| {
+        std::mem::swap(b, &mut other);
+        Ok(())
+    });
+    assert!(matches!(e, Err(Error::InvalidLoop { .. })), "{e:?}");
+    let e = other.launch(&incr, cfg, (&x, 32u32));
+    assert!(e.is_err(), "the body's stream, smuggled out, refuses work");
+    drop(other);
+    assert!(g1.finish().is_err(), "the capture holding the loop is discarded");
+    assert!(g2.finish().is_err(), "the capture whose stream was swapped in is discarded");
+    s1.synchronize().unwrap();
+    s2.synchronize().unwrap();
+});
+
+// Bad input for an unrolled loop, and the stop flag of a loop whose steps per iteration
+// come down to 1: lowered at the start like any other, so gated kernels run.
+on_both!(an_unrolled_loop_refuses_bad_input_and_keeps_its_flag, |ctx: capture_core::Context| {
+    use capture_core::control::{LoopCounter, Until, MAX_PER_ITERATION};
+    use capture_core::{Error, LaunchConfig};
+    let (incr, mut s) = incr_and_stream(&ctx);
+    let counter = LoopCounter::new(&mut s).unwrap();
+    {
+        let mut g = s.capture().unwrap();
+        let e = g.stream().while_loop_unrolled(&counter, 1 << 20, MAX_PER_ITERATION + 1, Until::Bound, |_| Ok(()));
+        assert!(matches!(e, Err(Error::InvalidLoop { .. })), "{e:?}");
+        // One step per iteration adds nothing to the bound: the whole u32 range is fine.
+        g.stream().while_loop(&counter, u32::MAX, Until::Bound, |_| Ok(())).unwrap();
+    }
+    s.upload(counter.stop_flag(), &[1]).unwrap(); // stale, as an earlier stop leaves it
+    let token = s.alloc_zeros::<u32>(1).unwrap();
+    let one = LaunchConfig::for_num_elems(1);
+    let (graph, _) = {
+        let mut g = s.capture().unwrap();
+        g.stream()
+            .while_loop_unrolled(&counter, 1, 8, Until::Token { token: &token, stop: 1.0f32.to_bits() }, |b| {
+                b.launch(&incr, one, (&token, 1u32))
+            })
+            .unwrap();
+        g.finish().unwrap()
+    };
+    graph.launch(&mut s).unwrap();
+    assert_eq!(counter.steps(&mut s).unwrap(), 1);
+    assert_eq!(s.download(counter.stop_flag()).unwrap()[0], 1, "raised at the stop token, one step per iteration too");
+    s.upload(counter.stop_flag(), &[1]).unwrap();
+    s.memset_async(&token, 0).unwrap();
+    let (graph, _) = {
+        let mut g = s.capture().unwrap();
+        g.stream()
+            .while_loop(&counter, 3, Until::Token { token: &token, stop: u32::MAX }, |b| {
+                b.launch(&incr, one, (&token, 1u32))
+            })
+            .unwrap();
+        g.finish().unwrap()
+    };
+    graph.launch(&mut s).unwrap();
+    assert_eq!(s.download(counter.stop_flag()).unwrap()[0], 0, "lowered when the loop starts");
+    assert_eq!(counter.steps(&mut s).unwrap(), 3);
+});
+
+// A graph with a loop, captured again with another bound: re-instantiated, never updated
+// in place (new condition handles), and runs the new bound.
+on_both!(a_loop_graph_is_reinstantiated_on_update, |ctx: capture_core::Context| {
+    use capture_core::control::{LoopCounter, Until};
+    use capture_core::{GraphUpdate, LaunchConfig};
+    let (incr, mut s) = incr_and_stream(&ctx);
+    let counter = LoopCounter::new(&mut s).unwrap();
+    let x = s.alloc_zeros::<f32>(16).unwrap();
+    let cfg = LaunchConfig::for_num_elems(16);
+    let (mut graph, _) = {
+        let mut g = s.capture().unwrap();
+        g.stream().while_loop(&counter, 2, Until::Bound, |b| b.launch(&incr, cfg, (&x, 16u32))).unwrap();
+        g.finish().unwrap()
+    };
+    let mut g = s.capture().unwrap();
+    g.stream().while_loop(&counter, 5, Until::Bound, |b| b.launch(&incr, cfg, (&x, 16u32))).unwrap();
+    let (how, _) = g.finish_update(&mut graph).unwrap();
+    assert_eq!(how, GraphUpdate::Reinstantiated);
+    graph.launch(&mut s).unwrap();
+    assert_eq!(counter.steps(&mut s).unwrap(), 5);
+    assert_eq!(s.download(&x).unwrap()[15], 5.0);
 });

@@ -10,9 +10,15 @@
 //! bound, or a token equal to a stop id. Every loop has a bound, so a body that never
 //! stops still ends.
 //!
-//! A condition nobody sets keeps its default, assigned at the start of each launch: 1 for a
-//! loop (so its body runs at least once; the library's test kernel at the end of each step
-//! then decides), 0 for a branch (whose kernel sets it from the flag just before the node).
+//! The library sets every condition itself just before its node, each time the graph
+//! reaches it: 1 for a loop (so its body runs at least once; the library's test kernel at
+//! the end of each iteration then decides; a loop nested in another's body starts afresh in
+//! each outer iteration), the flag's value for a branch. The handle's default (1 for a loop,
+//! 0 for a branch, assigned by the driver at each launch) is only a fallback.
+//!
+//! A loop's [`LoopCounter`] counts one loop at a time: a loop nested in another needs its
+//! own, and two graphs sharing a counter must not run at once (on two streams they would
+//! race on its count; on one stream they take turns).
 //!
 //! - [`Stream::while_loop`](crate::Stream::while_loop): one step per WHILE iteration, stops
 //!   exactly at its bound ([`Until::Bound`]), its stop token ([`Until::Token`]) or a flag a
@@ -66,6 +72,9 @@ pub const CONDITIONAL_DRIVER_VERSION: i32 = 12040;
 /// The driver API version an IF node with an ELSE body needs (CUDA 12.8).
 pub const IF_ELSE_DRIVER_VERSION: i32 = 12080;
 
+/// The most steps one iteration of [`Stream::while_loop_unrolled`] may record.
+pub const MAX_PER_ITERATION: u32 = 1024;
+
 /// One thread: the condition kernels read and write a few words.
 const ONE: LaunchConfig = LaunchConfig { grid: (1, 1, 1), block: (1, 1, 1), shared_mem_bytes: 0 };
 
@@ -77,12 +86,24 @@ pub struct LoopCounter {
     step: DeviceBuffer<u32>,
     stopped: DeviceBuffer<u32>,
     k: LoopKernels,
+    /// Set while a loop on this counter is being recorded: a loop nested in it must not
+    /// reset the same counter (the outer loop would then never reach its bound).
+    recording: std::sync::atomic::AtomicBool,
+}
+
+/// Clears [`LoopCounter::recording`] when the loop's recording ends, on every path.
+struct Recording<'c>(&'c std::sync::atomic::AtomicBool);
+
+impl Drop for Recording<'_> {
+    fn drop(&mut self) {
+        self.0.store(false, std::sync::atomic::Ordering::Release);
+    }
 }
 
 /// The condition kernels of [`kernels::CONTROL_PTX`](crate::kernels::CONTROL_PTX).
 struct LoopKernels {
-    zero: Kernel,
-    zero2: Kernel,
+    start: Kernel,
+    start_flag: Kernel,
     add: Kernel,
     step_below: Kernel,
     until_token: Kernel,
@@ -114,8 +135,8 @@ impl LoopCounter {
         let m = ctx.load_module(crate::kernels::CONTROL_PTX)?;
         Ok(Self {
             k: LoopKernels {
-                zero: m.kernel("zero_u32")?,
-                zero2: m.kernel("zero2_u32")?,
+                start: m.kernel("loop_start")?,
+                start_flag: m.kernel("loop_start_flag")?,
                 add: m.kernel("add_u32")?,
                 step_below: m.kernel("cond_step_below")?,
                 until_token: m.kernel("cond_until_token")?,
@@ -126,6 +147,7 @@ impl LoopCounter {
             },
             step: stream.alloc_zeros::<u32>(1)?,
             stopped: stream.alloc_zeros::<u32>(1)?,
+            recording: std::sync::atomic::AtomicBool::new(false),
             ctx,
         })
     }
@@ -141,10 +163,11 @@ impl LoopCounter {
         Ok(stream.download(&self.step)?[0])
     }
 
-    /// The loop's stop flag: 0 until the stop token was seen, then 1, in a loop of several
-    /// steps per iteration stopping on [`Until::Token`]. The steps after the stop in the
-    /// stop's iteration still run: a kernel of the body that must change nothing then reads
-    /// this flag (launch it with `counter.stop_flag()` as an argument) and returns early.
+    /// The loop's stop flag, in a loop stopping on [`Until::Token`]: lowered (0) when the
+    /// loop starts, raised (1) once the stop token was seen. In a loop of several steps per
+    /// iteration the steps after the stop in the stop's iteration still run: a kernel of the
+    /// body that must change nothing then reads this flag (launch it with
+    /// `counter.stop_flag()` as an argument) and returns early.
     pub fn stop_flag(&self) -> &DeviceBuffer<u32> {
         &self.stopped
     }
@@ -219,19 +242,24 @@ impl<'a> Stream<Capturing<'a>> {
     /// counter is reset at the start of the loop; [`LoopCounter::steps`] reads how many steps
     /// ran. The body runs at least once.
     ///
-    /// Each iteration of a WHILE node costs a few microseconds on the GPU (about 2.5 µs on
-    /// an H100): for short steps, [`while_loop_unrolled`](Self::while_loop_unrolled) records
-    /// several steps per iteration.
+    /// Each iteration of a WHILE node costs a few microseconds on the GPU (2.7–3.5 µs more
+    /// than a graph launch per step, measured on an H100 with the test kernel): for short
+    /// steps, [`while_loop_unrolled`](Self::while_loop_unrolled) records several steps per
+    /// iteration. On the simulated device a WHILE node stops with `CUDA_ERROR_LAUNCH_TIMEOUT`
+    /// at the launch after 2^22 iterations (its guard against runaway loops).
     ///
     /// # Errors
     /// [`Error::InvalidLoop`] for a bound of 0; [`Error::ContextMismatch`] for a counter,
-    /// token or flag of another device; [`Error::NotInConditionalBody`] for a memory node in
-    /// the body; the body's own errors; [`Error::Driver`] (e.g. `CUDA_ERROR_NOT_SUPPORTED`
-    /// where the driver refuses what the body recorded). On any error the body's recording
-    /// is ended — with its condition kernel, so the loop stays bounded — and the capture
-    /// goes on: drop it (an early `?` does) rather than finish a graph with half a body.
-    /// A body whose recording the driver invalidated loses the whole capture
-    /// ([`Error::CaptureInvalidated`] from `finish`).
+    /// token or flag of another device; [`Error::InvalidLoop`] as well for a counter already
+    /// counting a loop being recorded (this loop's enclosing one, or one on another thread),
+    /// and for a body that swapped its stream for another; [`Error::NotInConditionalBody`]
+    /// for a memory node in the body; the body's own errors; [`Error::Driver`] (e.g.
+    /// `CUDA_ERROR_NOT_SUPPORTED` where the driver refuses what the body recorded). A body
+    /// that fails, panics or swaps its stream still gets its test kernel (the loop stays
+    /// bounded) and its recording is ended, but the capture is then lost:
+    /// [`CaptureGuard::finish`](crate::CaptureGuard::finish) returns
+    /// [`Error::CaptureInvalidated`] naming this loop, and the stream is idle and usable
+    /// again once the guard is gone. A panic in the body goes on to the caller.
     #[track_caller]
     pub fn while_loop<F>(&mut self, counter: &'a LoopCounter, max_steps: u32, until: Until<'a>, body: F) -> Result<()>
     where
@@ -314,30 +342,43 @@ impl<'a> Stream<Capturing<'a>> {
             }
             _ => {}
         }
-        let k = &counter.k;
-        let per = per_iteration.min(max_steps);
-        if u64::from(max_steps) + u64::from(per) > u64::from(u32::MAX) {
-            // The test kernels add a step count to the bound in 32 bits.
+        if per_iteration > MAX_PER_ITERATION {
             return Err(Error::InvalidLoop {
                 reason: format!(
-                    "a bound of {max_steps} steps: give at most {} (u32::MAX - steps per iteration)",
+                    "{per_iteration} steps per iteration: the body is recorded that many times; give at most \
+                     {MAX_PER_ITERATION} (past a few dozen, the node's cost per step no longer shrinks)"
+                ),
+            });
+        }
+        if counter.recording.swap(true, std::sync::atomic::Ordering::AcqRel) {
+            return Err(Error::InvalidLoop {
+                reason: "this counter is already counting a loop being recorded — the loop this one is nested in, \
+                         or one on another thread: give each loop that can run at once a LoopCounter of its own \
+                         (resetting another loop's count would keep that loop from its bound)"
+                    .into(),
+            });
+        }
+        let _recording = Recording(&counter.recording);
+        let k = &counter.k;
+        let per = per_iteration.min(max_steps);
+        if per > 1 && u64::from(max_steps) + u64::from(per) > u64::from(u32::MAX) {
+            // The unrolled tests add a step count to the bound in 32 bits.
+            return Err(Error::InvalidLoop {
+                reason: format!(
+                    "a bound of {max_steps} steps with {per} per iteration: give at most {} (u32::MAX - steps per \
+                     iteration)",
                     u32::MAX - per
                 ),
             });
         }
-        let whole = max_steps - max_steps % per; // the steps the WHILE node runs at most
-        let rest = max_steps % per; // recorded once more after the node
-                                    // The flag an early stop raises, tested after each iteration.
+        // The steps the WHILE node runs at most, and the rest, recorded once after it.
+        let (whole, rest) = (max_steps - max_steps % per, max_steps % per);
+        // The flag an early stop raises, tested after each iteration.
         let flag = match until {
             Until::Bound => None,
-            Until::Token { .. } if per == 1 => None, // tested with the step (cond_until_token)
             Until::Token { .. } => Some(&counter.stopped),
             Until::Flag { flag } => Some(flag),
         };
-        match flag {
-            Some(f) => self.launch(&k.zero2, ONE, (&counter.step, f))?,
-            None => self.launch(&k.zero, ONE, (&counter.step,))?,
-        }
         // One step, then (stopping on a token, several steps per iteration) the library's
         // flag raised if the step wrote the stop token.
         let mut one_step = |s: &mut Stream<Capturing<'a>>| -> Result<()> {
@@ -349,11 +390,21 @@ impl<'a> Stream<Capturing<'a>> {
                 _ => Ok(()),
             }
         };
-        // Default 1: the body runs once before the first test (the test ends each iteration).
+        // The loop's start sets the condition to 1 (and zeroes the counter, lowers the flag)
+        // every time the graph reaches it: the body runs once before the first test, and a
+        // loop nested in another's body runs again in each of its iterations.
         let handle = self.run(op, site, |b, s| b.cond_handle(s, 1))?;
+        match flag {
+            Some(f) => self.launch(&k.start_flag, ONE, (&counter.step, f, handle))?,
+            None => self.launch(&k.start, ONE, (&counter.step, handle))?,
+        }
         let graphs = self.run(op, site, |b, s| b.cond_add(s, handle, CondKind::While, 1))?;
         let Some(&graph) = graphs.first() else {
-            return Err(Error::InvalidLoop { reason: "the driver gave the loop no body graph".into() });
+            return Err(self.broken(
+                op,
+                site,
+                Error::InvalidLoop { reason: "the driver gave the loop no body graph".into() },
+            ));
         };
         self.record_body(
             op,
@@ -361,8 +412,8 @@ impl<'a> Stream<Capturing<'a>> {
             graph,
             |inner| (0..per).try_for_each(|_| one_step(inner)),
             |inner| match (until, flag) {
-                (Until::Token { token, stop }, None) => {
-                    inner.launch(&k.until_token, ONE, (token, stop, &counter.step, whole, handle))
+                (Until::Token { token, stop }, Some(f)) if per == 1 => {
+                    inner.launch(&k.until_token, ONE, (token, stop, f, &counter.step, whole, handle))
                 }
                 (_, Some(f)) => inner.launch(&k.steps_until, ONE, (f, &counter.step, per, whole, handle)),
                 (_, None) if per == 1 => inner.launch(&k.step_below, ONE, (&counter.step, whole, handle)),
@@ -385,9 +436,21 @@ impl<'a> Stream<Capturing<'a>> {
         self.launch(&k.from_zero_flag, ONE, (f, handle))?;
         let graphs = self.run(op, site, |b, s| b.cond_add(s, handle, CondKind::If, 1))?;
         let Some(&graph) = graphs.first() else {
-            return Err(Error::InvalidLoop { reason: "the driver gave the loop's remainder no body graph".into() });
+            let e = Error::InvalidLoop { reason: "the driver gave the loop's remainder no body graph".into() };
+            return Err(self.broken(op, site, e));
         };
         self.record_body(op, site, graph, tail, |_| Ok(()))
+    }
+
+    /// Marks the capture as holding a conditional node whose body failed to record (so
+    /// `finish` refuses it: a WHILE body without its test would never end), and returns `e`.
+    fn broken(&self, op: &'static str, site: CallSite, e: Error) -> Error {
+        let mut book = self.ext.borrow_mut();
+        book.broken = true;
+        if book.invalidated_by.is_none() {
+            book.invalidated_by = Some(crate::error::OpSite { op, site });
+        }
+        e
     }
 
     /// Records a branch decided on the device: `then` is recorded once, into an IF node,
@@ -397,8 +460,8 @@ impl<'a> Stream<Capturing<'a>> {
     /// # Errors
     /// [`Error::ContextMismatch`] for a branch kit or flag of another device;
     /// [`Error::NotInConditionalBody`] for a memory node in the body; the body's own errors;
-    /// [`Error::Driver`]. On an error the body's recording is ended and the capture goes on:
-    /// drop it rather than finish a graph with half a body.
+    /// [`Error::Driver`]. As with loops, a body that fails loses the capture (`finish`
+    /// returns [`Error::CaptureInvalidated`]).
     #[track_caller]
     pub fn if_nonzero<F>(&mut self, branch: &'a Branch, flag: &'a DeviceBuffer<u32>, then: F) -> Result<()>
     where
@@ -464,7 +527,9 @@ impl<'a> Stream<Capturing<'a>> {
     }
 
     /// Records `body`, then `tail` (whatever happened to `body`), into a conditional node's
-    /// body graph through a stream of its own that shares this capture's book.
+    /// body graph through a stream of its own that shares this capture's book. Any failure
+    /// marks the capture broken (`finish` refuses it); a body the driver invalidated also
+    /// marks it poisoned (its graph is leaked, never destroyed).
     fn record_body<F, T>(
         &mut self,
         op: &'static str,
@@ -478,17 +543,33 @@ impl<'a> Stream<Capturing<'a>> {
         T: FnOnce(&mut Stream<Capturing<'a>>) -> Result<()>,
     {
         let mode = self.ext.borrow().mode;
-        let side = crate::stream::spare_stream(&self.ctx)?;
+        let side = match crate::stream::spare_stream(&self.ctx) {
+            Ok(s) => s,
+            Err(e) => return Err(self.broken(op, site, e)),
+        };
         if let Err(code) = self.ctx.b().capture_into(side, graph, mode) {
             self.ctx.reg().return_spare_stream(side);
-            return Err(Error::Driver { op: "cuStreamBeginCaptureToGraph", code });
+            return Err(self.broken(op, site, Error::Driver { op: "cuStreamBeginCaptureToGraph", code }));
         }
-        let mut inner = Stream::with_ext(self.ctx.clone(), side, Owner::Pooled, self.ext.clone());
+        // A view: the body's stream goes back to the spares right after its capture ends.
+        let mut inner = Stream::with_ext(self.ctx.clone(), side, Owner::View, self.ext.clone());
+        let open_bodies = self.ext.borrow().open_bodies.clone();
         self.ext.borrow_mut().in_body += 1;
-        let recorded = body(&mut inner);
+        open_bodies.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+        // A panicking body must not leave the body's stream capturing nor the book counting
+        // a body: caught here, cleaned up below, then resumed.
+        let recorded = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| body(&mut inner)));
+        // A body that swapped its stream for another capturing stream (`std::mem::swap`)
+        // would have the test recorded elsewhere: the test goes on a view of the body's own
+        // stream, and both captures involved are marked (their streams refuse work, and
+        // `finish` refuses them).
+        let swapped = inner.raw != side || !std::rc::Rc::ptr_eq(&inner.ext, &self.ext);
         // The tail (a loop's test) goes in whatever happened: a loop whose body failed
-        // half-way is still bounded, should its graph be finished anyway.
-        let tailed = tail(&mut inner);
+        // half-way stays bounded.
+        let tailed = {
+            let mut own = Stream::with_ext(self.ctx.clone(), side, Owner::View, self.ext.clone());
+            tail(&mut own)
+        };
         self.ext.borrow_mut().in_body -= 1;
         let ended = self.ctx.b().end_into(side).map_err(|code| {
             // The driver discards an invalidated body but keeps it in the node: the whole
@@ -496,10 +577,30 @@ impl<'a> Stream<Capturing<'a>> {
             self.ext.borrow().poisoned.store(true, std::sync::atomic::Ordering::Release);
             self.ctx.fail(op, site, code)
         });
+        open_bodies.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
+        self.ctx.reg().return_spare_stream(side);
+        if swapped {
+            for book in [&self.ext, &inner.ext] {
+                if let Ok(mut b) = book.try_borrow_mut() {
+                    b.swapped = true;
+                    b.broken = true;
+                }
+            }
+        }
         drop(inner);
-        recorded?;
-        tailed?;
-        ended
+        let outcome = match recorded {
+            Ok(r) => r.and(tailed).and(ended),
+            Err(panic) => {
+                self.ext.borrow_mut().broken = true;
+                std::panic::resume_unwind(panic)
+            }
+        };
+        if swapped {
+            return Err(Error::InvalidLoop {
+                reason: "the body swapped its stream for another (std::mem::swap): the capture is discarded".into(),
+            });
+        }
+        outcome.map_err(|e| self.broken(op, site, e))
     }
 }
 
