@@ -11,8 +11,8 @@
 #include <cuda_runtime.h>
 
 // WHILE a step counter is below k: *step += 1, then condition = (*step < k).
-// Used at the end of a loop body, it makes the body run k times (with the handle's
-// default value 1, the body runs once before the first test).
+// Used at the end of a loop body, it makes the body run k times (loop_start sets the
+// condition to 1 before the loop, so the body runs once before the first test).
 extern "C" __global__ void cond_step_below(unsigned int* step, unsigned int k,
                                            cudaGraphConditionalHandle handle) {
     unsigned int s = *step + 1;

@@ -399,6 +399,19 @@ pub enum Error {
         capture: u64,
     },
 
+    /// A loop or branch body of this capture failed (an error, a panic, a stream swapped in
+    /// it): the capture is lost, and its streams — forks made inside the body included —
+    /// take no more work (work on a stream whose body recording ended would run eagerly).
+    #[error("`{op}` was refused: capture #{capture} is lost, a loop or branch body of it failed ({cause}); drop its guard and capture again")]
+    CaptureLost {
+        /// The refused operation.
+        op: &'static str,
+        /// The capture.
+        capture: u64,
+        /// The loop or branch whose body failed, and where.
+        cause: OpSite,
+    },
+
     /// The capturing stream inside a guard was swapped with another one (for example
     /// `std::mem::swap(g1.stream(), g2.stream())`), so the guard no longer holds the stream
     /// of the capture it began. The capture was ended and discarded.

@@ -164,6 +164,8 @@ pub struct CaptureBook {
     /// Conditional bodies being recorded now (shared with the registry: a capture ended
     /// from outside while one is open must not destroy the graph the body records into).
     pub(crate) open_bodies: Arc<std::sync::atomic::AtomicU32>,
+    /// The stop flags of the loops being recorded now (nested loops must not share one).
+    pub(crate) loop_flags: Vec<crate::device::DevPtr>,
 }
 
 impl CaptureBook {
@@ -283,6 +285,7 @@ impl<'s, 'a> CaptureGuard<'s, 'a> {
             poisoned: Arc::new(AtomicBool::new(false)),
             broken: false,
             open_bodies: Arc::new(std::sync::atomic::AtomicU32::new(0)),
+            loop_flags: Vec::new(),
             instantiate: opts.instantiate,
         }));
         {
@@ -665,8 +668,10 @@ impl<'s, 'a> CaptureGuard<'s, 'a> {
             Ok(g) => g,
             Err(code) => return Err(self.end_error(code, &report)),
         };
-        // A graph with conditional nodes is instantiated anew: its new condition handles
-        // must not meet the old graph's condition kernels in an in-place update.
+        // A graph whose old version has conditional nodes is instantiated anew: its new
+        // condition handles must not meet the old graph's condition kernels in an in-place
+        // update. (A graph that gains conditional nodes changes shape, and the driver's
+        // in-place update refuses it.)
         let in_place = if graph.nodes.conditional > 0 { Ok(false) } else { b.graph_exec_update(graph.exec, new) };
         match in_place {
             Ok(true) => {

@@ -85,7 +85,9 @@ pub fn register_control_kernels(sim: &SimDevice) {
         let s = c.read::<u32>(p, 1)?[0].wrapping_add(per);
         c.write(p, &[s])?;
         let limit = c.u32(at + 2)?;
-        set(c, at + 3, live && u64::from(s) + u64::from(per) <= u64::from(limit))
+        // In 32 bits, wrapping, as the CUDA kernel computes it (the library keeps the sum
+        // from wrapping).
+        set(c, at + 3, live && s.wrapping_add(per) <= limit)
     }
     sim.register_kernel("cond_steps", |c| steps(c, None));
     sim.register_kernel("cond_steps_until", |c| steps(c, Some(0)));

@@ -136,7 +136,7 @@ impl StreamState for Capturing<'_> {
     #[inline]
     fn check_live(ext: &Book, op: &'static str) -> Result<u64, Error> {
         let b = ext.borrow();
-        if b.swapped || b.has_ended() {
+        if b.swapped || b.broken || b.has_ended() {
             return Err(not_live(&b, op));
         }
         Ok(b.id)
@@ -266,6 +266,10 @@ impl BeginCapture for Idle {
 /// The error of an operation on a capturing stream that may no longer issue work.
 #[cold]
 fn not_live(b: &crate::guard::CaptureBook, op: &'static str) -> Error {
+    if b.broken && !b.has_ended() && !b.swapped {
+        let cause = b.invalidated_by.clone().unwrap_or(OpSite { op: "a conditional body", site: b.began_at });
+        return Error::CaptureLost { op, capture: b.id, cause };
+    }
     if b.has_ended() {
         Error::CaptureEnded { op, capture: b.id }
     } else {

@@ -105,14 +105,18 @@ on_both!(a_loop_body_refuses_memory_nodes_and_bad_input, |ctx: capture_core::Con
     let mut os = other.new_stream().unwrap();
     let foreign = LoopCounter::new(&mut os).unwrap();
     let mut g = s.capture().unwrap();
-    let e = g.stream().while_loop(&counter, 4, Until::Bound, |b| b.alloc_async::<f32>(16).map(drop)).unwrap_err();
-    assert!(matches!(e, Error::NotInConditionalBody { op: "Stream::alloc_async", .. }), "{e}");
+    // Refused before anything is recorded: the capture goes on.
     let e = g.stream().while_loop(&counter, 0, Until::Bound, |_| Ok(())).unwrap_err();
     assert!(matches!(e, Error::InvalidLoop { .. }), "{e}");
     let e = g.stream().while_loop(&foreign, 4, Until::Bound, |_| Ok(())).unwrap_err();
     assert!(matches!(e, Error::ContextMismatch { .. }), "{e}");
+    // Refused in the body: the loop is recorded half, so the capture is lost.
+    let e = g.stream().while_loop(&counter, 4, Until::Bound, |b| b.alloc_async::<f32>(16).map(drop)).unwrap_err();
+    assert!(matches!(e, Error::NotInConditionalBody { op: "Stream::alloc_async", .. }), "{e}");
+    drop(g);
     // A loop nested in another on the same counter would reset the outer loop's count
     // every iteration, so the outer loop would never reach its bound: refused.
+    let mut g = s.capture().unwrap();
     let e = g.stream().while_loop(&counter, 4, Until::Bound, |b| b.while_loop(&counter, 2, Until::Bound, |_| Ok(())));
     assert!(matches!(e, Err(Error::InvalidLoop { ref reason }) if reason.contains("nested")), "{e:?}");
     drop(g);
@@ -496,4 +500,91 @@ on_both!(a_loop_graph_is_reinstantiated_on_update, |ctx: capture_core::Context| 
     graph.launch(&mut s).unwrap();
     assert_eq!(counter.steps(&mut s).unwrap(), 5);
     assert_eq!(s.download(&x).unwrap()[15], 5.0);
+});
+
+// After a body fails, the capture is lost: its streams refuse work with a typed error —
+// a fork made inside the body and kept past it included (its recording has ended, so
+// its work would otherwise run eagerly).
+on_both!(a_lost_capture_refuses_work_on_every_stream, |ctx: capture_core::Context| {
+    use capture_core::control::{LoopCounter, Until};
+    use capture_core::{Error, LaunchConfig};
+    let (incr, mut s) = incr_and_stream(&ctx);
+    let counter = LoopCounter::new(&mut s).unwrap();
+    let x = s.alloc_zeros::<f32>(8).unwrap();
+    let cfg = LaunchConfig::for_num_elems(8);
+    let mut g = s.capture().unwrap();
+    let mut kept = None;
+    let e = g.stream().while_loop(&counter, 2, Until::Bound, |b| {
+        kept = Some(b.fork()?); // never joined: the library joins it and fails the body
+        Ok(())
+    });
+    // (On the H100 the driver ended such a body without an error: the library checks.)
+    assert!(matches!(e, Err(Error::UnjoinedFork { .. })), "{e:?}");
+    let mut fork = kept.expect("the body ran");
+    let e = fork.launch(&incr, cfg, (&x, 8u32)).unwrap_err();
+    assert!(matches!(e, Error::CaptureLost { .. }), "{e}");
+    let e = g.stream().launch(&incr, cfg, (&x, 8u32)).unwrap_err();
+    assert!(matches!(e, Error::CaptureLost { .. }), "{e}");
+    drop(fork);
+    assert!(matches!(g.finish().map(drop), Err(Error::CaptureInvalidated { .. })));
+    assert_eq!(s.download(&x).unwrap()[7], 0.0, "nothing ran eagerly");
+});
+
+// A remainder step that fails loses the capture like a body step; a flag loop's bound
+// leaves room for the step count; a nested loop cannot share its enclosing loop's flag.
+on_both!(a_loop_refuses_a_short_remainder_a_wrapping_bound_and_a_shared_flag, |ctx: capture_core::Context| {
+    use capture_core::control::{LoopCounter, Until};
+    use capture_core::{Error, LaunchConfig};
+    let (incr, mut s) = incr_and_stream(&ctx);
+    let (outer, inner) = (LoopCounter::new(&mut s).unwrap(), LoopCounter::new(&mut s).unwrap());
+    let flag = s.alloc_zeros::<u32>(1).unwrap();
+    let x = s.alloc_zeros::<f32>(8).unwrap();
+    let cfg = LaunchConfig::for_num_elems(8);
+    {
+        let mut g = s.capture().unwrap();
+        let mut calls = 0;
+        // 10 steps, 4 per iteration: calls 1-4 are the node's body, 5 and 6 the remainder.
+        let e = g.stream().while_loop_unrolled(&outer, 10, 4, Until::Bound, |b| {
+            calls += 1;
+            if calls == 5 {
+                b.launch(&incr, cfg, (&x,)) // one argument short: refused before the driver
+            } else {
+                b.launch(&incr, cfg, (&x, 8u32))
+            }
+        });
+        assert!(e.is_err(), "{e:?}");
+        assert!(matches!(g.finish().map(drop), Err(Error::CaptureInvalidated { .. })), "8 of 10 steps: not finished");
+    }
+    let mut g = s.capture().unwrap();
+    let e = g.stream().while_loop(&outer, u32::MAX, Until::Flag { flag: &flag }, |_| Ok(()));
+    assert!(matches!(e, Err(Error::InvalidLoop { .. })), "{e:?}");
+    let e = g.stream().while_loop(&outer, 4, Until::Flag { flag: &flag }, |b| {
+        b.while_loop(&inner, 2, Until::Flag { flag: &flag }, |_| Ok(()))
+    });
+    assert!(matches!(e, Err(Error::InvalidLoop { ref reason }) if reason.contains("nested")), "{e:?}");
+});
+
+// A body may fork work onto another stream and join it back (parallel branches inside
+// each step); both branches run in every iteration.
+on_both!(a_loop_body_forks_and_joins, |ctx: capture_core::Context| {
+    use capture_core::control::{LoopCounter, Until};
+    use capture_core::LaunchConfig;
+    let (incr, mut s) = incr_and_stream(&ctx);
+    let counter = LoopCounter::new(&mut s).unwrap();
+    let (x, y) = (s.alloc_zeros::<f32>(64).unwrap(), s.alloc_zeros::<f32>(64).unwrap());
+    let cfg = LaunchConfig::for_num_elems(64);
+    let (graph, _) = {
+        let mut g = s.capture().unwrap();
+        g.stream()
+            .while_loop(&counter, 3, Until::Bound, |b| {
+                let mut side = b.fork()?;
+                side.launch(&incr, cfg, (&y, 64u32))?;
+                b.launch(&incr, cfg, (&x, 64u32))?;
+                b.join(side)
+            })
+            .unwrap();
+        g.finish().unwrap()
+    };
+    graph.launch(&mut s).unwrap();
+    assert_eq!((s.download(&x).unwrap()[63], s.download(&y).unwrap()[63]), (3.0, 3.0));
 });

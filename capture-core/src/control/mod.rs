@@ -100,6 +100,37 @@ impl Drop for Recording<'_> {
     }
 }
 
+/// A stop flag in use by a loop being recorded in this capture: the capture's book lists
+/// them while their loops are recorded, so a loop nested in another cannot share its flag.
+struct FlagInUse {
+    book: crate::guard::Book,
+    ptr: crate::device::DevPtr,
+}
+
+impl FlagInUse {
+    fn take(book: &crate::guard::Book, ptr: crate::device::DevPtr) -> Result<Self> {
+        let mut b = book.borrow_mut();
+        if b.loop_flags.contains(&ptr) {
+            return Err(Error::InvalidLoop {
+                reason: "this stop flag is already the flag of the loop this one is nested in: its start would \
+                         lower the outer loop's raised flag, so the outer loop would miss its stop; give the \
+                         nested loop a flag of its own"
+                    .into(),
+            });
+        }
+        b.loop_flags.push(ptr);
+        Ok(Self { book: book.clone(), ptr })
+    }
+}
+
+impl Drop for FlagInUse {
+    fn drop(&mut self) {
+        if let Ok(mut b) = self.book.try_borrow_mut() {
+            b.loop_flags.retain(|p| *p != self.ptr);
+        }
+    }
+}
+
 /// The condition kernels of [`kernels::CONTROL_PTX`](crate::kernels::CONTROL_PTX).
 struct LoopKernels {
     start: Kernel,
@@ -361,12 +392,14 @@ impl<'a> Stream<Capturing<'a>> {
         let _recording = Recording(&counter.recording);
         let k = &counter.k;
         let per = per_iteration.min(max_steps);
-        if per > 1 && u64::from(max_steps) + u64::from(per) > u64::from(u32::MAX) {
-            // The unrolled tests add a step count to the bound in 32 bits.
+        // The tests of unrolled loops and of flag loops add a step count to the bound in 32
+        // bits (`s + per <= limit`): keep that sum from wrapping.
+        let adds = per > 1 || matches!(until, Until::Flag { .. });
+        if adds && u64::from(max_steps) + u64::from(per) > u64::from(u32::MAX) {
             return Err(Error::InvalidLoop {
                 reason: format!(
-                    "a bound of {max_steps} steps with {per} per iteration: give at most {} (u32::MAX - steps per \
-                     iteration)",
+                    "a bound of {max_steps} steps with {per} per iteration (or a stop flag): give at most {} \
+                     (u32::MAX - steps per iteration)",
                     u32::MAX - per
                 ),
             });
@@ -378,6 +411,12 @@ impl<'a> Stream<Capturing<'a>> {
             Until::Bound => None,
             Until::Token { .. } => Some(&counter.stopped),
             Until::Flag { flag } => Some(flag),
+        };
+        // A loop nested in another must not share its stop flag: its start would lower the
+        // outer loop's raised flag, and the outer loop would miss its stop.
+        let _flag_in_use = match flag {
+            Some(f) => Some(FlagInUse::take(&self.ext, f.ptr)?),
+            None => None,
         };
         // One step, then (stopping on a token, several steps per iteration) the library's
         // flag raised if the step wrote the stop token.
@@ -429,28 +468,63 @@ impl<'a> Stream<Capturing<'a>> {
             (0..rest).try_for_each(|_| one_step(s))?;
             s.launch(&k.add, ONE, (&counter.step, rest))
         };
+        // A failure here leaves the loop short of its steps: the capture is lost too.
         let Some(f) = flag else {
-            return tail(self);
+            return tail(self).map_err(|e| self.broken(op, site, e));
         };
-        let handle = self.run(op, site, |b, s| b.cond_handle(s, 0))?;
-        self.launch(&k.from_zero_flag, ONE, (f, handle))?;
-        let graphs = self.run(op, site, |b, s| b.cond_add(s, handle, CondKind::If, 1))?;
-        let Some(&graph) = graphs.first() else {
-            let e = Error::InvalidLoop { reason: "the driver gave the loop's remainder no body graph".into() };
-            return Err(self.broken(op, site, e));
+        let made = self.run(op, site, |b, s| b.cond_handle(s, 0)).and_then(|handle| {
+            self.launch(&k.from_zero_flag, ONE, (f, handle))?;
+            self.run(op, site, |b, s| b.cond_add(s, handle, CondKind::If, 1))
+        });
+        let graph = match made.map(|graphs| graphs.first().copied()) {
+            Ok(Some(graph)) => graph,
+            Ok(None) => {
+                let e = Error::InvalidLoop { reason: "the driver gave the loop's remainder no body graph".into() };
+                return Err(self.broken(op, site, e));
+            }
+            Err(e) => return Err(self.broken(op, site, e)),
         };
         self.record_body(op, site, graph, tail, |_| Ok(()))
+    }
+
+    /// Joins into `side` every fork made since the book held `since` forks that was not
+    /// joined back; `Err(UnjoinedFork)` naming the first, if any.
+    fn join_forks_since(&self, since: usize, side: crate::device::RawStream) -> Result<()> {
+        let unjoined: Vec<(CallSite, crate::device::RawStream)> =
+            self.ext.borrow().forks.iter().skip(since).filter(|f| !f.2).map(|f| (f.0, f.1)).collect();
+        let Some(&(first, _)) = unjoined.first() else {
+            return Ok(());
+        };
+        let b = self.ctx.b();
+        for (_, fork) in unjoined {
+            let ev = crate::event::Event::new(&self.ctx)?;
+            let joined = b.event_record(ev.raw, fork).and_then(|()| b.stream_wait_event(side, ev.raw));
+            let mut book = self.ext.borrow_mut();
+            book.events.push(ev);
+            if let Some(f) = book.forks.iter_mut().find(|f| f.1 == fork && !f.2) {
+                f.2 = joined.is_ok();
+            }
+            if let Err(code) = joined {
+                log::error!("capture-core: joining a fork left open in a loop or branch body failed: {code}");
+            }
+        }
+        Err(Error::UnjoinedFork { fork_site: first })
     }
 
     /// Marks the capture as holding a conditional node whose body failed to record (so
     /// `finish` refuses it: a WHILE body without its test would never end), and returns `e`.
     fn broken(&self, op: &'static str, site: CallSite, e: Error) -> Error {
+        self.mark_broken(op, site);
+        e
+    }
+
+    /// Marks the capture lost by a failed body of the loop or branch `op` at `site`.
+    fn mark_broken(&self, op: &'static str, site: CallSite) {
         let mut book = self.ext.borrow_mut();
         book.broken = true;
         if book.invalidated_by.is_none() {
             book.invalidated_by = Some(crate::error::OpSite { op, site });
         }
-        e
     }
 
     /// Records a branch decided on the device: `then` is recorded once, into an IF node,
@@ -470,7 +544,8 @@ impl<'a> Stream<Capturing<'a>> {
         let site = CallSite::caller();
         let graphs = self.branch_node(site, "Stream::if_nonzero", branch, flag, 1)?;
         let Some(&graph) = graphs.first() else {
-            return Err(Error::InvalidLoop { reason: "the driver gave the branch no body graph".into() });
+            let e = Error::InvalidLoop { reason: "the driver gave the branch no body graph".into() };
+            return Err(self.broken("Stream::if_nonzero", site, e));
         };
         self.record_body("Stream::if_nonzero", site, graph, then, |_| Ok(()))
     }
@@ -498,7 +573,8 @@ impl<'a> Stream<Capturing<'a>> {
         check_driver(&self.ctx, "an IF/ELSE branch", IF_ELSE_DRIVER_VERSION)?;
         let graphs = self.branch_node(site, op, branch, flag, 2)?;
         let (Some(&yes), Some(&no)) = (graphs.first(), graphs.get(1)) else {
-            return Err(Error::InvalidLoop { reason: "the driver gave the branch fewer than two body graphs".into() });
+            let e = Error::InvalidLoop { reason: "the driver gave the branch fewer than two body graphs".into() };
+            return Err(self.broken(op, site, e));
         };
         self.record_body(op, site, yes, then, |_| Ok(()))?;
         self.record_body(op, site, no, otherwise, |_| Ok(()))
@@ -554,6 +630,7 @@ impl<'a> Stream<Capturing<'a>> {
         // A view: the body's stream goes back to the spares right after its capture ends.
         let mut inner = Stream::with_ext(self.ctx.clone(), side, Owner::View, self.ext.clone());
         let open_bodies = self.ext.borrow().open_bodies.clone();
+        let forks_before = self.ext.borrow().forks.len();
         self.ext.borrow_mut().in_body += 1;
         open_bodies.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
         // A panicking body must not leave the body's stream capturing nor the book counting
@@ -571,6 +648,10 @@ impl<'a> Stream<Capturing<'a>> {
             tail(&mut own)
         };
         self.ext.borrow_mut().in_body -= 1;
+        // Forks made in the body and not joined back: joined here, so that no stream is left
+        // recording into the body after it ends (the H100's driver ends such a body without
+        // a word), and the capture is lost (`UnjoinedFork`).
+        let unjoined = self.join_forks_since(forks_before, side);
         let ended = self.ctx.b().end_into(side).map_err(|code| {
             // The driver discards an invalidated body but keeps it in the node: the whole
             // capture is lost, and its graph must never be destroyed (see `poisoned`).
@@ -580,6 +661,7 @@ impl<'a> Stream<Capturing<'a>> {
         open_bodies.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
         self.ctx.reg().return_spare_stream(side);
         if swapped {
+            self.mark_broken(op, site);
             for book in [&self.ext, &inner.ext] {
                 if let Ok(mut b) = book.try_borrow_mut() {
                     b.swapped = true;
@@ -589,7 +671,7 @@ impl<'a> Stream<Capturing<'a>> {
         }
         drop(inner);
         let outcome = match recorded {
-            Ok(r) => r.and(tailed).and(ended),
+            Ok(r) => r.and(tailed).and(unjoined).and(ended),
             Err(panic) => {
                 self.ext.borrow_mut().broken = true;
                 std::panic::resume_unwind(panic)
