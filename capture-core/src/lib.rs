@@ -311,7 +311,7 @@ pub use pool::CapturePool;
 pub use report::{CaptureReport, HostCopy, WatchdogReport};
 pub use scalar::DeviceScalar;
 pub use state::{
-    BeginCapture, Capturing, CommInit, ContextAccess, Free, Idle, ManagedAlloc, PinnedAlloc, Query, Records,
+    BeginCapture, Capturing, CommInit, ContextAccess, Free, Idle, LoopSetup, ManagedAlloc, PinnedAlloc, Query, Records,
     StreamState, SyncAlloc, SyncCopy, Synchronize,
 };
 pub use stream::Stream;

@@ -171,6 +171,16 @@ impl<'a> Records<'a> for Capturing<'a> {}
 pub trait CommInit: sealed::Sealed {}
 impl CommInit for Idle {}
 
+/// Making a loop's counter ([`LoopCounter::new`](crate::control::LoopCounter::new)): it
+/// allocates device memory and loads a module.
+#[diagnostic::on_unimplemented(
+    message = "a loop counter cannot be made on a capturing stream (`{Self}`)",
+    label = "it allocates its counter with cuMemAlloc and loads a module: during a capture the allocation fails and invalidates it",
+    note = "make the `LoopCounter` before `capture()` (one per loop that can run at once); every replay reuses it"
+)]
+pub trait LoopSetup: SyncAlloc + sealed::Sealed {}
+impl LoopSetup for Idle {}
+
 /// Synchronous device allocation (`alloc_zeros`, `alloc_uninit`, `upload_new`).
 #[diagnostic::on_unimplemented(
     message = "synchronous allocation is not allowed on a capturing stream (`{Self}`)",

@@ -63,7 +63,7 @@ use crate::context::Context;
 use crate::device::{CondKind, DeviceKind};
 use crate::error::{CallSite, Error, Result};
 use crate::module::{Kernel, LaunchConfig};
-use crate::state::{Capturing, Idle, StreamState};
+use crate::state::{Capturing, Idle, LoopSetup, StreamState};
 use crate::stream::{Owner, Stream};
 
 /// The driver API version conditional WHILE and IF nodes need (CUDA 12.4).
@@ -157,7 +157,7 @@ impl LoopCounter {
     /// [`Error::ConditionalNodesUnsupported`] on a driver older than CUDA 12.4;
     /// [`Error::Driver`] (allocation, module load).
     #[track_caller]
-    pub fn new(stream: &mut Stream<Idle>) -> Result<Self> {
+    pub fn new<S: StreamState + LoopSetup>(stream: &mut Stream<S>) -> Result<Self> {
         let ctx = stream.ctx.clone();
         check_driver(&ctx, "a WHILE loop", CONDITIONAL_DRIVER_VERSION)?;
         if let Some(sim) = ctx.sim() {

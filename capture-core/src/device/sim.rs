@@ -1648,8 +1648,6 @@ impl Backend for SimDevice {
         let same_shape = old.len() == new.len()
             && old.iter().zip(new.iter()).all(|(a, b)| match (a, b) {
                 (Node::Kernel { name: x, .. }, Node::Kernel { name: y, .. }) => x == y,
-                // Conditional nodes are not updated in place (the library re-instantiates).
-                (Node::Cond { .. }, _) | (_, Node::Cond { .. }) => false,
                 _ => std::mem::discriminant(a) == std::mem::discriminant(b),
             });
         if same_shape {
