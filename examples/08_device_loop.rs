@@ -24,6 +24,12 @@
 //! each run (a GPU measurement only on a GPU; on the simulated device they time the
 //! simulator).
 //!
+//! Last, what a launch costs besides its steps (medians of 200 launches, each waited for):
+//! a graph of one tiny kernel against a WHILE loop running it once (the loop node's fixed
+//! cost), one step against one step and a read of its token ((a)'s round trip), and a step
+//! of a graph of 64 steps straight — the floor no loop can beat, so (a)'s time per token
+//! over it bounds what any device-side loop can gain on (a).
+//!
 //! ```text
 //! cargo run --release --example 08_device_loop [-- K1,K2,... [U]]
 //! ```
@@ -194,6 +200,7 @@ fn main() -> Result<()> {
                 })?,
             }
             let (graph, report) = g.finish()?;
+            graph.upload(&mut s)?; // not the first timed launch's work
             assert_eq!(report.nodes.conditional, usize::from(i >= 2) + usize::from(i == 3 && k % per.min(k) != 0));
             graphs.push(graph);
         }
@@ -255,5 +262,64 @@ fn main() -> Result<()> {
         );
     }
     println!("outputs: (a), (b), (c1) and (cU) bit-identical for every K and stop");
+    fixed_costs(&mut s, &st, &counter)
+}
+
+/// What a launch costs besides its steps: one launch and synchronize of a graph of one
+/// tiny kernel, of a WHILE loop running that kernel once, and of one decode step, plus (a)'s
+/// read of the token. These set how far the (cU) ratios can go: at a bound of K, (cU) pays
+/// its loop's fixed cost once for K tokens, (a) pays its round trip every token.
+fn fixed_costs(s: &mut Stream, st: &Step, counter: &LoopCounter) -> Result<()> {
+    const REPS: usize = 200;
+    const FLOOR: u32 = 64;
+    let x = State::new(s)?;
+    let n = D as u32;
+    let cfg = LaunchConfig::for_num_elems(n);
+    let mut graphs = Vec::new();
+    for i in 0..6 {
+        let mut g = s.capture()?;
+        match i {
+            0 => g.stream().launch(&st.incr, cfg, (&x.work, n))?,
+            1 => g.stream().while_loop(counter, 1, Until::Bound, |b| b.launch(&st.incr, cfg, (&x.work, n)))?,
+            2 => g
+                .stream()
+                .while_loop(counter, 1, Until::Flag { flag: &x.stopped }, |b| b.launch(&st.incr, cfg, (&x.work, n)))?,
+            3 => step(st, &x, u32::MAX, g.stream())?,
+            4 => g.stream().while_loop(counter, 1, Until::Flag { flag: &x.stopped }, |b| step(st, &x, u32::MAX, b))?,
+            // The floor of any loop: FLOOR steps straight, no loop node, no test.
+            _ => (0..FLOOR).try_for_each(|_| step(st, &x, u32::MAX, g.stream()))?,
+        }
+        let (graph, _) = g.finish()?;
+        graph.upload(s)?;
+        graphs.push(graph);
+    }
+    let mut times: [Vec<f64>; 7] = Default::default();
+    for _ in 0..REPS {
+        for (i, graph) in graphs.iter().enumerate() {
+            let t = Instant::now();
+            graph.launch(s)?;
+            s.synchronize()?;
+            times[i].push(t.elapsed().as_secs_f64() * 1e6);
+        }
+        // (a)'s way: the step, then the token read (which waits for it).
+        let t = Instant::now();
+        graphs[3].launch(s)?;
+        s.download(&x.token)?;
+        times[6].push(t.elapsed().as_secs_f64() * 1e6);
+    }
+    let [k, wk, wkf, one, wone, floor, read] = times.map(|mut t| summary(&mut t).0);
+    let floor = floor / f64::from(FLOOR);
+    println!("one launch + synchronize, µs (medians of {REPS}):");
+    println!(
+        "  graph of 1 kernel {k:.2}; WHILE of it once {wk:.2} (+{:.2}), with a stop flag {wkf:.2} (+{:.2})",
+        wk - k,
+        wkf - k
+    );
+    println!("  graph of 1 step {one:.2}; WHILE of it once, stop flag {wone:.2} (+{:.2})", wone - one);
+    println!("  graph of 1 step, then a read of its token (a's way) {read:.2} (+{:.2})", read - one);
+    println!(
+        "  graph of {FLOOR} steps straight (no loop node, no test), per step {floor:.2}: no loop runs a step faster, \
+         so (a)'s time per token over this bounds what any loop can gain on (a)"
+    );
     Ok(())
 }

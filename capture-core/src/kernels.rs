@@ -144,3 +144,71 @@ pub fn register_chain_kernels(sim: &SimDevice) {
     });
     sim.register_kernel("noop", |_| Ok(()));
 }
+
+#[cfg(test)]
+mod tests {
+    //! The simulated control kernels compute in 32 bits, wrapping, as the CUDA kernels'
+    //! `unsigned int` does: near `u32::MAX` a count wraps to 0 and a sum past it wraps too,
+    //! where wider arithmetic would give other conditions.
+    use crate::{Context, DeviceBuffer, LaunchConfig, Stream};
+
+    const ONE: LaunchConfig = LaunchConfig { grid: (1, 1, 1), block: (1, 1, 1), shared_mem_bytes: 0 };
+
+    /// A u32 of device memory holding `v`.
+    fn cell(s: &mut Stream, v: u32) -> DeviceBuffer<u32> {
+        s.upload_new(&[v]).unwrap()
+    }
+
+    fn read(s: &mut Stream, b: &DeviceBuffer<u32>) -> u32 {
+        s.download(b).unwrap()[0]
+    }
+
+    #[test]
+    fn control_kernels_wrap_in_32_bits() {
+        let ctx = Context::simulated();
+        super::register_control_kernels(ctx.sim().unwrap());
+        let m = ctx.load_module(super::CONTROL_PTX).unwrap();
+        let k = |name: &str| m.kernel(name).unwrap();
+        let mut s = ctx.new_stream().unwrap();
+        // The condition handle: on the simulated device, the address of a u32.
+        let cond = cell(&mut s, 7);
+        let h = cond.ptr.0;
+
+        // *x += v.
+        let x = cell(&mut s, u32::MAX - 1);
+        s.launch(&k("add_u32"), ONE, (&x, 3u32)).unwrap();
+        assert_eq!(read(&mut s, &x), 1, "add_u32: u32::MAX - 1 + 3");
+
+        // s = step + 1 wraps to 0, and 0 < k: the loop goes on.
+        let step = cell(&mut s, u32::MAX);
+        s.launch(&k("cond_step_below"), ONE, (&step, 5u32, h)).unwrap();
+        assert_eq!((read(&mut s, &step), read(&mut s, &cond)), (0, 1), "cond_step_below");
+
+        let (token, stopped) = (cell(&mut s, 3), cell(&mut s, 0));
+        s.upload(&step, &[u32::MAX]).unwrap();
+        s.launch(&k("cond_until_token"), ONE, (&token, 9u32, &stopped, &step, 5u32, h)).unwrap();
+        assert_eq!((read(&mut s, &step), read(&mut s, &cond), read(&mut s, &stopped)), (0, 1, 0), "cond_until_token");
+
+        // s = step + per, then the test s + per <= limit: each sum wraps.
+        for (name, flag) in [("cond_steps", None), ("cond_steps_until", Some(cell(&mut s, 0)))] {
+            // step + per wraps (to 1): 1 + 4 <= 10.
+            s.upload(&step, &[u32::MAX - 2]).unwrap();
+            s.upload(&cond, &[7]).unwrap();
+            match &flag {
+                None => s.launch(&k(name), ONE, (&step, 4u32, 10u32, h)),
+                Some(f) => s.launch(&k(name), ONE, (f, &step, 4u32, 10u32, h)),
+            }
+            .unwrap();
+            assert_eq!((read(&mut s, &step), read(&mut s, &cond)), (1, 1), "{name}: the step wraps");
+            // step + per does not wrap (u32::MAX - 1), the test's sum does (to 2): 2 <= 10.
+            s.upload(&step, &[u32::MAX - 5]).unwrap();
+            s.upload(&cond, &[7]).unwrap();
+            match &flag {
+                None => s.launch(&k(name), ONE, (&step, 4u32, 10u32, h)),
+                Some(f) => s.launch(&k(name), ONE, (f, &step, 4u32, 10u32, h)),
+            }
+            .unwrap();
+            assert_eq!((read(&mut s, &step), read(&mut s, &cond)), (u32::MAX - 1, 1), "{name}: the test's sum wraps");
+        }
+    }
+}

@@ -588,3 +588,261 @@ on_both!(a_loop_body_forks_and_joins, |ctx: capture_core::Context| {
     graph.launch(&mut s).unwrap();
     assert_eq!((s.download(&x).unwrap()[63], s.download(&y).unwrap()[63]), (3.0, 3.0));
 });
+
+/// `depth` branches on `flag`, each nested in the one before, each body adding 1 to `x`.
+fn nested_branches<'a>(
+    s: &mut capture_core::Stream<capture_core::Capturing<'a>>,
+    branch: &'a capture_core::control::Branch,
+    flag: &'a capture_core::DeviceBuffer<u32>,
+    incr: &'a capture_core::Kernel,
+    x: &'a capture_core::DeviceBuffer<f32>,
+    depth: u32,
+) -> capture_core::Result<()> {
+    s.if_nonzero(branch, flag, |b| {
+        b.launch(incr, capture_core::LaunchConfig::for_num_elems(x.len() as u32), (x, x.len() as u32))?;
+        match depth {
+            0 | 1 => Ok(()),
+            _ => nested_branches(b, branch, flag, incr, x, depth - 1),
+        }
+    })
+}
+
+// Each body of a loop or branch is recorded on a spare stream of the context, which goes
+// back to the spares as soon as the body's recording ends: 50 loops and branches one after
+// another in a capture take one stream, branches nested 8 deep take 8, and the captures
+// after them — a body that fails included — take no more. (Issue #12: a body's stream kept
+// out of the spares would make the context's streams pile up, one per body.)
+on_both!(loop_and_branch_bodies_give_their_streams_back, |ctx: capture_core::Context| {
+    use capture_core::control::{Branch, LoopCounter, Until};
+    use capture_core::{Error, LaunchConfig};
+    let (incr, mut s) = incr_and_stream(&ctx);
+    let counter = LoopCounter::new(&mut s).unwrap();
+    let branch = Branch::new(&ctx).unwrap();
+    let flag = s.upload_new(&[1u32]).unwrap();
+    let token = s.alloc_zeros::<u32>(1).unwrap(); // never the stop id: token loops run to their bound
+    let x = s.alloc_zeros::<f32>(32).unwrap();
+    let cfg = LaunchConfig::for_num_elems(32);
+    // The simulated device counts its streams; a GPU checks the work only.
+    let streams = || ctx.sim().map(|sim| sim.live_streams());
+    let base = streams();
+    let mut want = 0.0;
+    let mut settled = None;
+    for round in 0..4 {
+        // 50 loops and branches one after another (74 bodies: an IF/ELSE has two, and so has
+        // an unrolled token loop with a remainder), each loop step and taken branch adding 1
+        // to `x`.
+        let (graph, report) = {
+            let mut g = s.capture().unwrap();
+            for i in 0..50 {
+                let until = Until::Token { token: &token, stop: u32::MAX };
+                match i % 4 {
+                    0 => g.stream().while_loop(&counter, 2, Until::Bound, |b| b.launch(&incr, cfg, (&x, 32u32))),
+                    1 => g.stream().if_nonzero(&branch, &flag, |b| b.launch(&incr, cfg, (&x, 32u32))),
+                    2 => g.stream().if_else(&branch, &flag, |b| b.launch(&incr, cfg, (&x, 32u32)), |_| Ok(())),
+                    _ => g.stream().while_loop_unrolled(&counter, 3, 2, until, |b| b.launch(&incr, cfg, (&x, 32u32))),
+                }
+                .unwrap_or_else(|e| panic!("round {round}, loop or branch {i}: {e}"));
+            }
+            g.finish().unwrap()
+        };
+        assert_eq!(report.nodes.conditional, 62, "{report}");
+        graph.launch(&mut s).unwrap();
+        want += 87.0; // 13 loops of 2 steps, 25 branches taken, 12 loops of 3 steps
+        assert_eq!(s.download(&x).unwrap()[31], want, "round {round}");
+        drop(graph);
+        if let (Some(base), Some(now), 0) = (base, streams(), round) {
+            assert!(now <= base + 1, "50 loops and branches in one capture left {} streams more", now - base);
+        }
+        // Branches nested 8 deep: 8 bodies open at once, so 8 streams, no more.
+        let (graph, _) = {
+            let mut g = s.capture().unwrap();
+            nested_branches(g.stream(), &branch, &flag, &incr, &x, 8).unwrap();
+            g.finish().unwrap()
+        };
+        graph.launch(&mut s).unwrap();
+        want += 8.0;
+        assert_eq!(s.download(&x).unwrap()[31], want, "round {round}");
+        drop(graph);
+        // A body that fails: the capture is lost, its body's stream goes back all the same.
+        {
+            let mut g = s.capture().unwrap();
+            let e = g.stream().while_loop(&counter, 2, Until::Bound, |b| b.alloc_async::<f32>(4).map(drop));
+            assert!(matches!(e, Err(Error::NotInConditionalBody { .. })), "{e:?}");
+        }
+        if let (Some(base), Some(now)) = (base, streams()) {
+            assert!(now <= base + 8, "round {round}: branches nested 8 deep left {} streams more", now - base);
+            // After the first round, the spares are reused: the count holds still.
+            assert_eq!(*settled.get_or_insert(now), now, "round {round}: the context's streams grew");
+        }
+    }
+});
+
+// `Context::end_dangling_captures` called from inside a loop's body while it is recorded
+// (the documented boundary: it cannot tell a live guard from a leaked one). The capture
+// ends, but the graph the body is recording into is not destroyed under the body (on a GPU
+// that frees the body graph the body's stream still records into): it is leaked, and
+// logged. Every later operation of the capture, in the body and after it, is
+// `CaptureEnded` and runs nowhere; the stream is idle and captures loops again.
+// Simulated only: what it checks is the simulated device's count of live graphs.
+#[test]
+fn sim_ending_dangling_captures_in_a_loop_body_keeps_the_graph_it_records_into() {
+    use capture_core::control::{LoopCounter, Until};
+    use capture_core::{Error, LaunchConfig};
+    let ctx = capture_tests::sim();
+    let sim = ctx.sim().unwrap();
+    let (incr, mut s) = incr_and_stream(&ctx);
+    let counter = LoopCounter::new(&mut s).unwrap();
+    let x = s.alloc_zeros::<f32>(16).unwrap();
+    let cfg = LaunchConfig::for_num_elems(16);
+    let mut g = s.capture().unwrap();
+    let id = g.id();
+    g.stream().launch(&incr, cfg, (&x, 16u32)).unwrap();
+    let mut inside = None;
+    let e = g.stream().while_loop(&counter, 4, Until::Bound, |body| {
+        body.launch(&incr, cfg, (&x, 16u32))?;
+        let handles = sim.live_handles();
+        let ended = ctx.end_dangling_captures();
+        let kept = sim.live_handles() as i64 - handles as i64; // the capture's graph, kept
+        inside = Some((ended, kept, body.launch(&incr, cfg, (&x, 16u32))));
+        Ok(())
+    });
+    let (ended, kept, launched) = inside.expect("the body ran");
+    assert_eq!(ended, vec![id]);
+    assert_eq!(kept, 1, "the graph the body records into was destroyed under it");
+    assert!(matches!(launched, Err(Error::CaptureEnded { capture, .. }) if capture == id), "{launched:?}");
+    // The loop's test, recorded after the body, is refused the same way: so is the loop.
+    assert!(matches!(e, Err(Error::CaptureEnded { capture, .. }) if capture == id), "{e:?}");
+    let e = g.stream().launch(&incr, cfg, (&x, 16u32));
+    assert!(matches!(e, Err(Error::CaptureEnded { capture, .. }) if capture == id), "{e:?}");
+    let e = g.finish().map(drop);
+    assert!(matches!(e, Err(Error::CaptureEnded { capture, .. }) if capture == id), "{e:?}");
+    assert!(ctx.take_abandoned_reports().is_empty(), "an ended capture is not also abandoned");
+    assert_eq!(ctx.end_dangling_captures(), Vec::<u64>::new(), "a second call finds nothing");
+    // Nothing ran eagerly, and the stream (and the body's, back in the spares) work again.
+    assert_eq!(s.download(&x).unwrap(), [0.0; 16]);
+    s.launch(&incr, cfg, (&x, 16u32)).unwrap();
+    let (graph, _) = {
+        let mut g = s.capture().unwrap();
+        g.stream().while_loop(&counter, 4, Until::Bound, |b| b.launch(&incr, cfg, (&x, 16u32))).unwrap();
+        g.finish().unwrap()
+    };
+    graph.launch(&mut s).unwrap();
+    assert_eq!(counter.steps(&mut s).unwrap(), 4);
+    assert_eq!(s.download(&x).unwrap(), [5.0; 16]);
+}
+
+/// What a loop holding a two-way branch and an unrolled token loop needs.
+struct Nest<'k> {
+    outer: &'k capture_core::control::LoopCounter,
+    inner: &'k capture_core::control::LoopCounter,
+    branch: &'k capture_core::control::Branch,
+    flag: &'k capture_core::DeviceBuffer<u32>,
+    token: &'k capture_core::DeviceBuffer<u32>,
+    incr: &'k capture_core::Kernel,
+    x: &'k capture_core::DeviceBuffer<f32>,
+}
+
+/// A loop of 3 steps holding a two-way branch and an unrolled token loop with a remainder:
+/// four condition handles, three of them made in bodies.
+fn record_nest<'a>(
+    g: &mut capture_core::Stream<capture_core::Capturing<'a>>,
+    n: &Nest<'a>,
+) -> capture_core::Result<()> {
+    use capture_core::control::Until;
+    let (incr, x, cfg) = (n.incr, n.x, capture_core::LaunchConfig::for_num_elems(64));
+    g.while_loop(n.outer, 3, Until::Bound, |o| {
+        o.if_else(n.branch, n.flag, |t| t.launch(incr, cfg, (x, 64u32)), |_| Ok(()))?;
+        o.while_loop_unrolled(n.inner, 5, 2, Until::Token { token: n.token, stop: u32::MAX }, |i| {
+            i.launch(incr, cfg, (x, 64u32))
+        })
+    })
+}
+
+/// What leaked condition handles would show: on the simulated device, its live
+/// allocations (each handle is a cell of its memory); on a GPU, device memory in use.
+fn live_memory(ctx: &capture_core::Context) -> usize {
+    match ctx.sim() {
+        Some(sim) => sim.live_allocations(),
+        None => capture_tests::mem_in_use(ctx),
+    }
+}
+
+// Each loop and branch makes a condition handle (on the simulated device, a 4-byte cell of
+// its memory). It lives while a graph or executable graph holding its node does, and goes
+// with the last of them: launched and dropped, abandoned, lost to a failed body,
+// re-instantiated by an update, or (simulated) invalidated in a nested body — memory in
+// use comes back to where it was. (Issue #12: the simulated device never freed them.)
+on_both!(condition_handles_go_with_their_graphs, |ctx: capture_core::Context| {
+    use capture_core::control::{Branch, LoopCounter, Until};
+    use capture_core::{Error, LaunchConfig};
+    let (incr, mut s) = incr_and_stream(&ctx);
+    let (outer, inner) = (LoopCounter::new(&mut s).unwrap(), LoopCounter::new(&mut s).unwrap());
+    let branch = Branch::new(&ctx).unwrap();
+    let flag = s.upload_new(&[1u32]).unwrap();
+    let token = s.alloc_zeros::<u32>(1).unwrap();
+    let x = s.alloc_zeros::<f32>(64).unwrap();
+    let cfg = LaunchConfig::for_num_elems(64);
+    let before = capture_core::Event::new(&ctx).unwrap();
+    s.record_event(&before).unwrap();
+    s.synchronize().unwrap();
+    let n = Nest { outer: &outer, inner: &inner, branch: &branch, flag: &flag, token: &token, incr: &incr, x: &x };
+    let round = |s: &mut capture_core::Stream| {
+        // Launched twice and dropped (the executable graph goes first, then the graph).
+        let (graph, report) = {
+            let mut g = s.capture().unwrap();
+            record_nest(g.stream(), &n).unwrap();
+            g.finish().unwrap()
+        };
+        assert_eq!(report.nodes.conditional, 1, "{report}");
+        graph.launch(s).unwrap();
+        graph.launch(s).unwrap();
+        assert_eq!(inner.steps(s).unwrap(), 5);
+        drop(graph);
+        // Abandoned: the guard dropped without `finish`.
+        {
+            let mut g = s.capture().unwrap();
+            record_nest(g.stream(), &n).unwrap();
+        }
+        // Lost: a body fails after a branch was recorded in it.
+        {
+            let mut g = s.capture().unwrap();
+            let e = g.stream().while_loop(&outer, 2, Until::Bound, |b| {
+                b.if_nonzero(&branch, &flag, |t| t.launch(&incr, cfg, (&x, 64u32)))?;
+                b.alloc_async::<f32>(4).map(drop)
+            });
+            assert!(matches!(e, Err(Error::NotInConditionalBody { .. })), "{e:?}");
+            assert!(g.finish().is_err());
+        }
+        // Re-instantiated on update: the old graph and executable graph go.
+        let (mut graph, _) = {
+            let mut g = s.capture().unwrap();
+            record_nest(g.stream(), &n).unwrap();
+            g.finish().unwrap()
+        };
+        let mut g = s.capture().unwrap();
+        record_nest(g.stream(), &n).unwrap();
+        g.finish_update(&mut graph).unwrap();
+        graph.launch(s).unwrap();
+        drop(graph);
+        // Invalidated in a body nested in a body (simulated only: on a GPU the driver keeps
+        // the capture going, and its graph is leaked on purpose, as in
+        // `a_body_that_invalidates_fails_the_loop`).
+        if ctx.sim().is_some() {
+            let mut g = s.capture().unwrap();
+            let e = g
+                .stream()
+                .while_loop(&outer, 2, Until::Bound, |b| b.if_nonzero(&branch, &flag, |t| t.wait_event(&before)));
+            assert!(e.is_err(), "{e:?}");
+            assert!(g.finish().is_err());
+        }
+        s.synchronize().unwrap();
+        let _ = ctx.take_abandoned_reports();
+    };
+    round(&mut s); // warm up (a GPU's pools)
+    let start = live_memory(&ctx);
+    for r in 0..3 {
+        round(&mut s);
+        let now = live_memory(&ctx);
+        assert_eq!(now, start, "round {r}: {} more live allocations (or bytes on a GPU)", now as i64 - start as i64);
+    }
+});

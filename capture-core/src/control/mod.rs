@@ -13,8 +13,10 @@
 //! The library sets every condition itself just before its node, each time the graph
 //! reaches it: 1 for a loop (so its body runs at least once; the library's test kernel at
 //! the end of each iteration then decides; a loop nested in another's body starts afresh in
-//! each outer iteration), the flag's value for a branch. The handle's default (1 for a loop,
-//! 0 for a branch, assigned by the driver at each launch) is only a fallback.
+//! each outer iteration), the flag's value for a branch. So handles are made without a value
+//! the driver assigns at each launch, which would cost about 2 µs a launch (measured on an
+//! H100); the simulated device gives a handle 0 until a kernel sets it, so a node whose
+//! condition nothing set would never run its body there, and a test would see it.
 //!
 //! A loop's [`LoopCounter`] counts one loop at a time: a loop nested in another needs its
 //! own, and two graphs sharing a counter must not run at once (on two streams they would
@@ -432,7 +434,7 @@ impl<'a> Stream<Capturing<'a>> {
         // The loop's start sets the condition to 1 (and zeroes the counter, lowers the flag)
         // every time the graph reaches it: the body runs once before the first test, and a
         // loop nested in another's body runs again in each of its iterations.
-        let handle = self.run(op, site, |b, s| b.cond_handle(s, 1))?;
+        let handle = self.run(op, site, |b, s| b.cond_handle(s))?;
         match flag {
             Some(f) => self.launch(&k.start_flag, ONE, (&counter.step, f, handle))?,
             None => self.launch(&k.start, ONE, (&counter.step, handle))?,
@@ -472,7 +474,7 @@ impl<'a> Stream<Capturing<'a>> {
         let Some(f) = flag else {
             return tail(self).map_err(|e| self.broken(op, site, e));
         };
-        let made = self.run(op, site, |b, s| b.cond_handle(s, 0)).and_then(|handle| {
+        let made = self.run(op, site, |b, s| b.cond_handle(s)).and_then(|handle| {
             self.launch(&k.from_zero_flag, ONE, (f, handle))?;
             self.run(op, site, |b, s| b.cond_add(s, handle, CondKind::If, 1))
         });
@@ -596,8 +598,8 @@ impl<'a> Stream<Capturing<'a>> {
         if !flag.ctx.same(&self.ctx) {
             return Err(Error::ContextMismatch { op, what: "flag buffer" });
         }
-        // Default 0; the kernel sets it from the flag just before the node.
-        let handle = self.run(op, site, |b, s| b.cond_handle(s, 0))?;
+        // The kernel sets it from the flag just before the node.
+        let handle = self.run(op, site, |b, s| b.cond_handle(s))?;
         self.launch(&branch.from_flag, ONE, (flag, handle))?;
         self.run(op, site, |b, s| b.cond_add(s, handle, CondKind::If, bodies))
     }

@@ -257,9 +257,10 @@ pub(crate) trait Backend: Send + Sync + 'static {
     fn blas_sgemm(&self, h: usize, s: RawStream, ws: DevPtr, bytes: usize, g: &Gemm) -> Result<(), DriverCode>;
 
     fn begin_capture(&self, s: RawStream, mode: CaptureMode) -> Result<(), DriverCode>;
-    /// Creates a condition handle in the graph `s` is capturing into, whose value is
-    /// `default` at the start of each execution of that graph.
-    fn cond_handle(&self, s: RawStream, default: u32) -> Result<u64, DriverCode>;
+    /// Creates a condition handle in the graph `s` is capturing into, with no value assigned
+    /// at launch (no `CU_GRAPH_COND_ASSIGN_DEFAULT`): a kernel must set it before its node
+    /// reads it, which the crate's every conditional node has.
+    fn cond_handle(&self, s: RawStream) -> Result<u64, DriverCode>;
     /// Adds a conditional node of `kind` on `handle` with `bodies` body graphs at the current
     /// end of `s`'s capture (the stream's later work depends on it); returns the body graphs,
     /// which [`capture_into`](Self::capture_into) fills.

@@ -381,13 +381,13 @@ enum Node {
         handle: u64,
         bodies: Vec<Arc<Vec<Node>>>,
     },
-    /// Where a condition handle was made: sets it to its default. The driver assigns the
-    /// default at the start of each execution of the graph that holds the handle; nothing
-    /// can use the handle before the point it was made, so this is the same. Not a node of
-    /// the GPU's graph (not counted).
+    /// Where a condition handle was made: sets it to 0. The driver assigns a handle made
+    /// without a default nothing (a launch finds what the last one left, or anything), so a
+    /// node must not read it before a kernel sets it; 0 here makes a node whose condition
+    /// nothing set never run its body — a loop's body not even once — so a test catches a
+    /// missing set. Not a node of the GPU's graph (not counted).
     CondReset {
         handle: u64,
-        default: u32,
     },
 }
 
@@ -602,7 +602,7 @@ impl State {
             Node::MemAlloc { .. } | Node::MemFree { .. } | Node::Event => Ok(()),
             // A collective waits for its peers: alone, a GPU would wait forever.
             Node::Collective(_) => Err(ILLEGAL_STATE),
-            Node::CondReset { handle, default } => self.mem.write(*handle, &default.to_le_bytes()),
+            Node::CondReset { handle } => self.mem.write(*handle, &0u32.to_le_bytes()),
             Node::Cond { kind, handle, bodies } => {
                 let value = |mem: &Memory| -> Result<u32, DriverCode> {
                     let mut b = [0u8; 4];
@@ -630,6 +630,28 @@ impl State {
                     }
                 }
                 Ok(())
+            }
+        }
+    }
+    /// Lets go of one holder of a node list (a graph's, an executable graph's, a conditional
+    /// node's body): when it was the last, the condition cells of its nodes are freed, and
+    /// the bodies they hold let go of in turn.
+    fn release(&mut self, nodes: Arc<Vec<Node>>) {
+        if let Some(nodes) = Arc::into_inner(nodes) {
+            self.release_nodes(nodes);
+        }
+    }
+    /// Frees the condition cells made by `nodes` (a capture's, ended or discarded), and lets
+    /// go of the bodies of its conditional nodes. A cell is made by one `CondReset` in one
+    /// node list, so it goes when the last holder of that list does.
+    fn release_nodes(&mut self, nodes: Vec<Node>) {
+        for n in nodes {
+            match n {
+                Node::CondReset { handle, .. } => {
+                    let _ = self.mem.free(handle, &[AllocKind::Graph]);
+                }
+                Node::Cond { bodies, .. } => bodies.into_iter().for_each(|b| self.release(b)),
+                _ => {}
             }
         }
     }
@@ -953,6 +975,20 @@ impl SimDevice {
     pub fn live_handles(&self) -> usize {
         let s = self.st();
         s.streams.len() + s.events.len() + s.modules.len() + s.graphs.len() + s.execs.len()
+    }
+
+    /// Number of live streams: those of the program's `Stream`s, and the spare streams the
+    /// context keeps for forks and for the bodies of loops and branches (for leak tests).
+    pub fn live_streams(&self) -> usize {
+        self.st().streams.len()
+    }
+
+    /// Number of live allocations in the simulated address space, of every kind: device,
+    /// pinned, managed and graph memory, and the cell behind each conditional node's
+    /// condition handle (for leak tests: graph allocations and condition cells are not in
+    /// [`bytes_in_use`](Self::bytes_in_use)).
+    pub fn live_allocations(&self) -> usize {
+        self.st().mem.allocs.len()
     }
 }
 
@@ -1378,14 +1414,18 @@ impl Backend for SimDevice {
         }
         Ok(())
     }
-    fn cond_handle(&self, s: RawStream, default: u32) -> Result<u64, DriverCode> {
+    fn cond_handle(&self, s: RawStream) -> Result<u64, DriverCode> {
         let mut st = self.st();
         let cap = st.active_capture_of(s.0).ok_or(ILLEGAL_STATE)?;
         if st.captures.get(&cap).is_some_and(|c| c.state == CapState::Invalidated) {
             return Err(DriverCode::STREAM_CAPTURE_INVALIDATED);
         }
+        // The cell lives as long as the node list holding its `CondReset` (see `release`).
         let handle = st.mem.alloc(4, AllocKind::Graph);
-        st.record(s.0, Node::CondReset { handle, default })?;
+        if let Err(code) = st.record(s.0, Node::CondReset { handle }) {
+            let _ = st.mem.free(handle, &[AllocKind::Graph]);
+            return Err(code);
+        }
         Ok(handle)
     }
     fn cond_add(
@@ -1439,28 +1479,48 @@ impl Backend for SimDevice {
                 ss.capture = None;
             }
         }
-        let (parent, idx, body) = c.into.ok_or(ILLEGAL_STATE)?;
-        if c.state == CapState::Invalidated {
-            st.invalidate(parent);
-            return Err(DriverCode::STREAM_CAPTURE_INVALIDATED);
-        }
-        if c.forks.values().any(|joined| !joined) {
-            st.invalidate(parent);
-            return Err(DriverCode::STREAM_CAPTURE_UNJOINED);
-        }
-        // A body graph may hold kernels, copies, memsets and conditional nodes only.
-        if c.nodes.iter().any(|n| matches!(n, Node::MemAlloc { .. } | Node::MemFree { .. } | Node::Collective(_))) {
-            st.invalidate(parent);
-            return Err(DriverCode::NOT_SUPPORTED);
-        }
+        let refused = match c.into {
+            None => Some(ILLEGAL_STATE),
+            Some(_) if c.state == CapState::Invalidated => Some(DriverCode::STREAM_CAPTURE_INVALIDATED),
+            Some(_) if c.forks.values().any(|joined| !joined) => Some(DriverCode::STREAM_CAPTURE_UNJOINED),
+            // A body graph may hold kernels, copies, memsets and conditional nodes only.
+            Some(_)
+                if c.nodes
+                    .iter()
+                    .any(|n| matches!(n, Node::MemAlloc { .. } | Node::MemFree { .. } | Node::Collective(_))) =>
+            {
+                Some(DriverCode::NOT_SUPPORTED)
+            }
+            Some(_) => None,
+        };
+        let (parent, idx, body) = match (c.into, refused) {
+            (Some(target), None) => target,
+            (into, refused) => {
+                // The body is discarded: what it made goes with it, and its node's capture is
+                // invalidated.
+                if let Some((parent, _, _)) = into {
+                    st.invalidate(parent);
+                }
+                for p in c.graph_allocs {
+                    let _ = st.mem.free(p, &[AllocKind::Graph]);
+                }
+                st.release_nodes(c.nodes);
+                return Err(refused.unwrap_or(ILLEGAL_STATE));
+            }
+        };
         st.bodies.retain(|_, t| *t != (parent, idx, body));
-        let p = st.captures.get_mut(&parent).ok_or(ILLEGAL_STATE)?;
-        match p.nodes.get_mut(idx) {
+        match st.captures.get_mut(&parent).and_then(|p| p.nodes.get_mut(idx)) {
             Some(Node::Cond { bodies, .. }) if body < bodies.len() => {
-                bodies[body] = Arc::new(c.nodes);
+                let empty = std::mem::replace(&mut bodies[body], Arc::new(c.nodes));
+                st.release(empty);
                 Ok(())
             }
-            _ => Err(ILLEGAL_STATE),
+            _ => {
+                // The node's capture has ended (`Context::end_dangling_captures` from inside
+                // the body): the body has nowhere to go.
+                st.release_nodes(c.nodes);
+                Err(ILLEGAL_STATE)
+            }
         }
     }
     fn end_capture(&self, s: RawStream) -> Result<RawGraph, DriverCode> {
@@ -1508,6 +1568,7 @@ impl Backend for SimDevice {
                 for p in c.graph_allocs {
                     let _ = st.mem.free(p, &[AllocKind::Graph]);
                 }
+                st.release_nodes(c.nodes);
                 Err(e)
             }
         }
@@ -1653,7 +1714,8 @@ impl Backend for SimDevice {
         if same_shape {
             if let Some(x) = st.execs.get_mut(&e.0) {
                 let live = std::mem::take(&mut x.live);
-                *x = Exec { live, ..Exec::new(new, x.auto_free) };
+                let old = std::mem::replace(x, Exec { live, ..Exec::new(new, x.auto_free) });
+                st.release(old.nodes);
             }
             st.exec_footprint.insert(e.0, footprint);
         }
@@ -1662,7 +1724,9 @@ impl Backend for SimDevice {
     fn graph_exec_destroy(&self, e: RawExec) -> Result<(), DriverCode> {
         let mut st = self.st();
         st.exec_footprint.remove(&e.0);
-        st.execs.remove(&e.0).map(|_| ()).ok_or(DriverCode::INVALID_HANDLE)
+        let exec = st.execs.remove(&e.0).ok_or(DriverCode::INVALID_HANDLE)?;
+        st.release(exec.nodes);
+        Ok(())
     }
     fn graph_destroy(&self, g: RawGraph) -> Result<(), DriverCode> {
         let mut st = self.st();
@@ -1670,6 +1734,7 @@ impl Backend for SimDevice {
         for p in graph.allocs {
             let _ = st.mem.free(p, &[AllocKind::Graph]);
         }
+        st.release(graph.nodes);
         Ok(())
     }
     fn graph_mem_usage(&self) -> Result<super::GraphMemUsage, DriverCode> {
@@ -1698,8 +1763,10 @@ impl Backend for SimDevice {
 #[cfg(test)]
 mod tests {
     //! The paged, lazily backed memory (issue #13, item 1): contents agree with a flat
-    //! buffer across page boundaries, untouched pages cost nothing, and bounds hold.
-    use super::{AllocKind, Memory, PAGE};
+    //! buffer across page boundaries, untouched pages cost nothing, and bounds hold. The
+    //! cells of condition handles go with the last graph that holds them.
+    use super::{AllocKind, Memory, SimDevice, ILLEGAL_STATE, PAGE};
+    use crate::device::{Backend, CaptureMode, CondKind, RawGraph, RawStream};
     use crate::error::DriverCode;
 
     #[test]
@@ -1739,5 +1806,74 @@ mod tests {
         assert_eq!(m.write(a + len as u64, &[1]), Err(DriverCode::ILLEGAL_ADDRESS));
         assert_eq!(m.copy(a, b, len + 1), Err(DriverCode::ILLEGAL_ADDRESS));
         assert_eq!(m.set(a, 1, len + 1), Err(DriverCode::ILLEGAL_ADDRESS));
+    }
+
+    /// A graph whose IF node's body holds an IF of its own: two condition cells, one made in
+    /// the body (captured on `side`).
+    fn nested_ifs(sim: &SimDevice, s: RawStream, side: RawStream) -> RawGraph {
+        sim.begin_capture(s, CaptureMode::Relaxed).unwrap();
+        let outer = sim.cond_handle(s).unwrap();
+        let body = sim.cond_add(s, outer, CondKind::If, 1).unwrap()[0];
+        sim.capture_into(side, body, CaptureMode::Relaxed).unwrap();
+        let inner = sim.cond_handle(side).unwrap();
+        sim.cond_add(side, inner, CondKind::If, 1).unwrap();
+        sim.end_into(side).unwrap();
+        sim.end_capture(s).unwrap()
+    }
+
+    /// A condition handle's cell lives while any graph or executable graph holding its node
+    /// does (a launch sets and reads it: freed early, the launch would fault), and is freed
+    /// with the last of them — an executable graph outliving its graph, one updated in place
+    /// to another graph's nodes — and with a capture or body that is discarded.
+    #[test]
+    fn condition_cells_live_as_long_as_their_last_holder() {
+        let sim = SimDevice::new();
+        let (s, side) = (sim.stream_create().unwrap(), sim.stream_create().unwrap());
+        let none = sim.live_allocations();
+        let a = nested_ifs(&sim, s, side);
+        assert_eq!(sim.live_allocations(), none + 2);
+        let e = sim.graph_instantiate(a).unwrap();
+        sim.graph_destroy(a).unwrap();
+        assert_eq!(sim.live_allocations(), none + 2, "the executable graph still holds them");
+        sim.graph_launch(e, s).unwrap();
+        // Updated in place: the first graph's cells go, the second's are shared.
+        let b = nested_ifs(&sim, s, side);
+        assert_eq!(sim.live_allocations(), none + 4);
+        assert_eq!(sim.graph_exec_update(e, b), Ok(true));
+        assert_eq!(sim.live_allocations(), none + 2, "the nodes the update replaced");
+        sim.graph_destroy(b).unwrap();
+        assert_eq!(sim.live_allocations(), none + 2, "the updated executable graph holds them");
+        sim.graph_launch(e, s).unwrap();
+        sim.graph_exec_destroy(e).unwrap();
+        assert_eq!(sim.live_allocations(), none);
+        // The executable graph first, then the graph (what `Graph`'s drop does).
+        let c = nested_ifs(&sim, s, side);
+        let e = sim.graph_instantiate(c).unwrap();
+        sim.graph_exec_destroy(e).unwrap();
+        assert_eq!(sim.live_allocations(), none + 2, "the graph still holds them");
+        sim.graph_destroy(c).unwrap();
+        assert_eq!(sim.live_allocations(), none);
+        // A capture invalidated with a body open: the body and the capture are discarded.
+        sim.begin_capture(s, CaptureMode::Relaxed).unwrap();
+        let h = sim.cond_handle(s).unwrap();
+        let body = sim.cond_add(s, h, CondKind::While, 1).unwrap()[0];
+        sim.capture_into(side, body, CaptureMode::Relaxed).unwrap();
+        sim.cond_handle(side).unwrap();
+        assert!(sim.ctx_synchronize().is_err());
+        assert_eq!(sim.end_into(side), Err(DriverCode::STREAM_CAPTURE_INVALIDATED));
+        assert_eq!(sim.end_capture(s), Err(DriverCode::STREAM_CAPTURE_INVALIDATED));
+        assert_eq!(sim.live_allocations(), none);
+        // A capture ended while its node's body is still recorded: the body has nowhere to
+        // go, and its cells go with it; the graph's go with the graph.
+        sim.begin_capture(s, CaptureMode::Relaxed).unwrap();
+        let h = sim.cond_handle(s).unwrap();
+        let body = sim.cond_add(s, h, CondKind::If, 1).unwrap()[0];
+        sim.capture_into(side, body, CaptureMode::Relaxed).unwrap();
+        sim.cond_handle(side).unwrap();
+        let g = sim.end_capture(s).unwrap();
+        assert_eq!(sim.end_into(side), Err(ILLEGAL_STATE));
+        assert_eq!(sim.live_allocations(), none + 1);
+        sim.graph_destroy(g).unwrap();
+        assert_eq!(sim.live_allocations(), none);
     }
 }

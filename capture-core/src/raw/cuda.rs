@@ -328,10 +328,10 @@ impl Backend for CudaBackend {
         // SAFETY: module invariant (handles live, sizes checked by the caller).
         unsafe { raw::end_capture(s.0) }.map(RawGraph)
     }
-    fn cond_handle(&self, s: RawStream, default: u32) -> Result<u64, DriverCode> {
+    fn cond_handle(&self, s: RawStream) -> Result<u64, DriverCode> {
         self.bind()?;
         // SAFETY: module invariant; the driver's capture info checks that `s` is capturing.
-        unsafe { raw::cond_handle(s.0, default) }
+        unsafe { raw::cond_handle(s.0) }
     }
     fn cond_add(
         &self,

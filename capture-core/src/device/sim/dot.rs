@@ -72,7 +72,7 @@ fn describe(st: &State, n: &Node) -> (&'static str, String, &'static str) {
             format!("{} (communicator #{}, rank {} of {})", c.call.name(), c.comm, c.rank, c.nranks),
             "#f8d7da",
         ),
-        Node::CondReset { default, .. } => ("condition", format!("handle made, default {default}"), "#ffe5d0"),
+        Node::CondReset { .. } => ("condition", "handle made (0 until a kernel sets it)".to_string(), "#ffe5d0"),
         Node::Cond { kind, bodies, .. } => {
             let inner: Vec<String> = bodies
                 .iter()
