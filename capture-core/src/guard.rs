@@ -389,9 +389,9 @@ impl<'s, 'a> CaptureGuard<'s, 'a> {
             }
         }
         let outcome = b.end_capture(raw);
-        let (poisoned, broken) = {
+        let (poisoned, broken, unjoined) = {
             let book = self.book.borrow();
-            (book.poisoned.load(Ordering::Acquire), book.broken)
+            (book.poisoned.load(Ordering::Acquire), book.broken, book.forks.iter().find(|f| !f.2).map(|f| f.0))
         };
         let outcome = match outcome {
             Ok(g) if poisoned && g.0 != 0 => {
@@ -408,6 +408,23 @@ impl<'s, 'a> CaptureGuard<'s, 'a> {
                     log::error!("capture-core: destroying the graph of a broken capture failed: {code}");
                 }
                 Err(DriverCode::STREAM_CAPTURE_INVALIDATED)
+            }
+            // A fork never joined back, which the driver did not refuse: on two H200s, a fork
+            // that issued an NCCL collective in a group and was left unjoined ended without
+            // UNJOINED. Its work is not ordered before the graph's end: refused all the same.
+            Ok(g) if unjoined.is_some() => {
+                log::warn!(
+                    "capture-core: capture #{} ended although the fork made at {} was never joined (the driver \
+                     did not refuse it): its graph is discarded",
+                    self.id(),
+                    unjoined.map_or_else(String::new, |site| site.to_string())
+                );
+                if g.0 != 0 {
+                    if let Err(code) = b.graph_destroy(g) {
+                        log::error!("capture-core: destroying the graph of an unjoined capture failed: {code}");
+                    }
+                }
+                Err(DriverCode::STREAM_CAPTURE_UNJOINED)
             }
             o => o,
         };

@@ -298,6 +298,30 @@ on_both!(fork_without_join_fails_with_unjoined, |ctx: Context| {
     assert_eq!(f.stream.download(&a).unwrap()[0], 2.0);
 });
 
+// A fork is joined by `join`, which the guard counts. One joined only through an event —
+// recorded on the fork, waited for on the origin — is one the driver may accept while the
+// guard cannot tell it was joined; and on two H200s the driver accepted a fork that was
+// not joined at all (a fork that issued an NCCL collective in a group): so the guard
+// refuses every fork it did not see joined, naming it.
+on_both!(a_fork_joined_only_through_an_event_is_refused, |ctx: Context| {
+    let mut f = Fixture::new(ctx).unwrap();
+    let a = f.stream.upload_new(&vec![1.0f32; N]).unwrap();
+    let ev = capture_core::Event::new(&f.ctx).unwrap();
+    let mut g = f.stream.capture().unwrap();
+    let mut side = g.fork().unwrap();
+    side.launch(&f.incr, cfg(), (&a, N as u32)).unwrap();
+    side.record_event(&ev).unwrap();
+    g.wait_event(&ev).unwrap();
+    g.launch(&f.incr, cfg(), (&a, N as u32)).unwrap();
+    match g.finish().map(drop) {
+        Err(Error::UnjoinedFork { fork_site }) => assert!(fork_site.file.ends_with("guard.rs")),
+        other => panic!("expected UnjoinedFork, got {other:?}"),
+    }
+    drop(side);
+    stream_works(&mut f);
+    assert_eq!(f.stream.download(&a).unwrap()[0], 1.0, "nothing of the refused capture ran");
+});
+
 on_both!(empty_capture_is_a_typed_error, |ctx: Context| {
     let mut f = Fixture::new(ctx).unwrap();
     let g = f.stream.capture().unwrap();

@@ -138,6 +138,21 @@ fn absent_peer(ctx: Context, ids: [CommId; 2], rank: usize, n: usize, hold: impl
     let lonely = CommId::new(&ctx).unwrap();
     let e = Comm::init_rank(&mut streams[0], &lonely, 0, 2, timeout).unwrap_err();
     assert!(matches!(e, Error::CollectiveTimeout { rank: 0, .. }), "{e}");
+    // Every abort has returned once its communicator is dropped (or its set-up failed):
+    // none still runs inside NCCL when the process exits (on two H200s, a process that
+    // exited with one still running crashed, SIGSEGV, in one run of four).
+    drop((comm, second));
+    let running = abort_threads();
+    assert_eq!(running, 0, "{running} ncclCommAbort threads still running");
+}
+
+/// Threads of this process named as the library's abort threads (Linux; 0 elsewhere).
+fn abort_threads() -> usize {
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else { return 0 };
+    tasks
+        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
+        .filter(|name| name.trim() == "nccl-abort")
+        .count()
 }
 
 /// Threads as processes: each rank on a simulated device of its own (as separate processes,

@@ -376,7 +376,8 @@ impl Comm {
             .map_err(|e| Error::Driver { op: "cuCtxSetCurrent", code: crate::error::DriverCode(e.0 as u32) })?;
         let raw = crate::raw::nccl::init_rank(world_size as i32, id.as_bytes(), rank as i32)
             .map_err(|f| Error::Nccl { op: "ncclCommInitRankConfig", code: f.code, text: f.text })?;
-        settle(raw, &link, rank, "Comm::init_rank", None)?;
+        // A failed set-up is aborted: no graph can hold its work, so the abort is waited for.
+        settle(raw, &link, rank, "Comm::init_rank", None).inspect_err(|_| finish_abort(&link, rank))?;
         static NEXT: AtomicU64 = AtomicU64::new(1 << 32);
         let id = NEXT.fetch_add(1, Ordering::Relaxed);
         Ok(Comm { ctx, raw, rank, nranks: world_size, id, link: Some(link), _not_sync: Default::default() })
@@ -575,10 +576,37 @@ pub(crate) fn abort_detached(raw: usize, link: &crate::device::coll::Link) {
     if !link.abort() {
         return;
     }
-    let spawned = std::thread::Builder::new().name("nccl-abort".into()).spawn(move || crate::raw::nccl::abort(raw));
-    if let Err(e) = spawned {
-        log::error!("capture-core: no thread for ncclCommAbort ({e}); aborting here");
+    let (tx, rx) = std::sync::mpsc::channel::<()>();
+    let spawned = std::thread::Builder::new().name(ABORT_THREAD.into()).spawn(move || {
         crate::raw::nccl::abort(raw);
+        drop(tx);
+    });
+    match spawned {
+        Ok(_) => link.set_aborting(rx),
+        Err(e) => {
+            log::error!("capture-core: no thread for ncclCommAbort ({e}); aborting here");
+            crate::raw::nccl::abort(raw);
+        }
+    }
+}
+
+/// The name of the thread an abort runs on.
+pub(crate) const ABORT_THREAD: &str = "nccl-abort";
+
+/// How long the owner of an aborted communicator waits for the abort to return: by then no
+/// graph holds its work (graphs borrow their communicators), so the abort ends soon; one
+/// still running after this is left, logged.
+const ABORT_WAIT: Duration = Duration::from_secs(10);
+
+/// Waits for the abort of `link`'s communicator to return (bounded), so none still runs
+/// inside NCCL when the program goes on to exit: a process that exits while
+/// `ncclCommAbort` runs on another thread can crash in the CUDA and NCCL teardown.
+fn finish_abort(link: &crate::device::coll::Link, rank: usize) {
+    if !link.wait_aborted(ABORT_WAIT) {
+        log::error!(
+            "capture-core: ncclCommAbort of rank {rank} still runs after {ABORT_WAIT:?} (a graph holding its \
+             work may be alive, e.g. one leaked); left running"
+        );
     }
 }
 
@@ -599,7 +627,11 @@ impl Drop for Comm {
             return;
         }
         if self.is_aborted() {
-            // `ncclCommAbort` frees it.
+            // `ncclCommAbort` frees it; the graphs holding its work are gone (they borrow
+            // it), so the abort returns soon: wait for it.
+            if let Some(link) = &self.link {
+                finish_abort(link, self.rank);
+            }
             return;
         }
         // Destroying frees device memory: after any capture on the device has ended.

@@ -97,6 +97,9 @@ pub(crate) struct Link {
     timeout_ns: std::sync::atomic::AtomicU64,
     aborted: std::sync::atomic::AtomicBool,
     pub rounds: std::sync::atomic::AtomicU64,
+    /// While `ncclCommAbort` runs on its own thread: the receiver that reports its end
+    /// (the thread drops its sender when the abort returns).
+    aborting: std::sync::Mutex<Option<std::sync::mpsc::Receiver<()>>>,
 }
 
 impl Link {
@@ -106,6 +109,7 @@ impl Link {
             timeout_ns: std::sync::atomic::AtomicU64::new(0),
             aborted: std::sync::atomic::AtomicBool::new(false),
             rounds: std::sync::atomic::AtomicU64::new(0),
+            aborting: std::sync::Mutex::new(None),
         };
         l.set_timeout(timeout);
         l
@@ -123,5 +127,19 @@ impl Link {
     /// Marks it aborted; `true` for the first caller only (who then aborts the handle).
     pub(crate) fn abort(&self) -> bool {
         !self.aborted.swap(true, std::sync::atomic::Ordering::AcqRel)
+    }
+    /// Keeps the receiver that reports the end of the abort running on another thread.
+    pub(crate) fn set_aborting(&self, done: std::sync::mpsc::Receiver<()>) {
+        if let Ok(mut slot) = self.aborting.lock() {
+            *slot = Some(done);
+        }
+    }
+    /// Waits up to `limit` for an abort running on another thread to return; `false` if it
+    /// is still running then. `true` at once when none runs.
+    pub(crate) fn wait_aborted(&self, limit: std::time::Duration) -> bool {
+        let Some(done) = self.aborting.lock().ok().and_then(|mut slot| slot.take()) else {
+            return true;
+        };
+        !matches!(done.recv_timeout(limit), Err(std::sync::mpsc::RecvTimeoutError::Timeout))
     }
 }
