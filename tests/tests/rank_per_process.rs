@@ -142,12 +142,18 @@ fn absent_peer(ctx: Context, ids: [CommId; 2], rank: usize, n: usize, hold: impl
     // none still runs inside NCCL when the process exits (on two H200s, a process that
     // exited with one still running crashed, SIGSEGV, in one run of four).
     drop((comm, second));
-    let running = abort_threads();
-    assert_eq!(running, 0, "{running} ncclCommAbort threads still running");
+    if ctx.kind() != capture_core::DeviceKind::Simulated {
+        let running = abort_threads();
+        assert_eq!(running, 0, "{running} ncclCommAbort threads still running");
+    }
 }
 
-/// Threads of this process named as the library's abort threads (Linux; 0 elsewhere).
+/// Threads of this process named as the library's abort threads (Linux; 0 elsewhere, and
+/// under Miri, which cannot read `/proc`). Only NCCL's communicators abort on a thread.
 fn abort_threads() -> usize {
+    if cfg!(miri) {
+        return 0;
+    }
     let Ok(tasks) = std::fs::read_dir("/proc/self/task") else { return 0 };
     tasks
         .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
