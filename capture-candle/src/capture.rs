@@ -14,9 +14,12 @@ use crate::error::{Error, Result};
 /// capturing stream). Dropping it without [`finish`](Self::finish) ends the capture and
 /// leaves the stream idle, as capture-core's guard does.
 ///
+/// Crate-private: candle ops borrow nothing through capture-core, so a public guard could
+/// not stop its graph from outliving the tensors it reads. [`crate::CandleGraph`] owns them.
+///
 /// While it lives, candle's host-upload cache is on: small uploads are served from device
 /// copies made during warm-up, and an upload never seen then fails the step.
-pub struct CandleCapture<'s, 'a> {
+pub(crate) struct CandleCapture<'s, 'a> {
     // Field order is drop order: the capture ends before candle's cache is turned off.
     guard: CaptureGuard<'s, 'a>,
     // candle's `CudaGraphHtodCacheGuard`, which candle does not export by name.
@@ -36,14 +39,6 @@ impl<'s, 'a> CandleCapture<'s, 'a> {
         Self { guard, _cache: cache, ctx, cudarc }
     }
 
-    /// Borrows `value` for the graph's lifetime: the finished graph cannot outlive it, and it
-    /// cannot be dropped or moved while the graph lives. Pass what the captured candle ops
-    /// read and write — the model, its KV cache, input and output tensors — since candle
-    /// ops do not borrow through capture-core.
-    pub fn uses<T: ?Sized>(&mut self, value: &'a T) {
-        let _ = value;
-    }
-
     /// Ends the capture and instantiates the graph.
     ///
     /// When the step left graph memory allocated (a tensor created during the capture is
@@ -58,7 +53,7 @@ impl<'s, 'a> CandleCapture<'s, 'a> {
     /// alive (its memory would stay allocated after the graph runs, and the next replay
     /// would fail); every error of
     /// [`CaptureGuard::finish`](capture_core::CaptureGuard::finish).
-    pub fn finish(self) -> Result<(Graph<'a>, CaptureReport)> {
+    pub(crate) fn finish(self) -> Result<(Graph<'a>, CaptureReport)> {
         let Self { guard, _cache, ctx, cudarc } = self;
         let (graph, report) = guard.finish()?;
         drop(_cache);

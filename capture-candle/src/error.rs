@@ -36,10 +36,100 @@ pub enum Error {
         /// Allocations without a free.
         unfreed: usize,
     },
+    /// An argument out of range: a size, a dtype, a sampling parameter.
+    #[error("{what} = {value} is not valid: expected {expected}")]
+    InvalidArgument {
+        /// What was given.
+        what: &'static str,
+        /// Its value, printed.
+        value: String,
+        /// What is accepted.
+        expected: String,
+    },
+    /// Tensors handed to a decode op do not fit together.
+    #[error("{op}: {detail}")]
+    BadOperands {
+        /// The op.
+        op: &'static str,
+        /// What does not fit.
+        detail: String,
+    },
+    /// A prompt longer than the KV cache.
+    #[error("a prompt of {len} tokens does not fit a KV cache of {max_seq} positions: shorten it, or build the model with a larger max_seq")]
+    PromptTooLong {
+        /// Prompt length.
+        len: usize,
+        /// Cache positions.
+        max_seq: usize,
+    },
+    /// More sequences than the largest batch bucket.
+    #[error("a batch of {size} sequences is larger than the largest bucket ({largest}): split it, or capture a larger bucket")]
+    BatchTooLarge {
+        /// Sequences asked for.
+        size: usize,
+        /// The largest bucket.
+        largest: usize,
+    },
+    /// A config field with a value the model does not support.
+    #[error("config.json: {field} = {value} is not supported (supported: {supported})")]
+    UnsupportedConfig {
+        /// The field, as `config.json` names it.
+        field: &'static str,
+        /// Its value.
+        value: String,
+        /// What is supported.
+        supported: &'static str,
+    },
+    /// A config that cannot be read or is missing a field.
+    #[error("config.json: {0}")]
+    Config(String),
+    /// A weight missing from the checkpoint.
+    #[error("weights: tensor `{name}` is missing from the checkpoint")]
+    MissingWeight {
+        /// Its name in the Hugging Face layout.
+        name: String,
+    },
+    /// A weight whose shape does not match the config.
+    #[error("weights: tensor `{name}` has shape {found:?}, but the config needs {expected:?}")]
+    WeightShape {
+        /// Its name.
+        name: String,
+        /// What the config implies.
+        expected: Vec<usize>,
+        /// What the checkpoint holds.
+        found: Vec<usize>,
+    },
+    /// A weight whose dtype does not match the config's `torch_dtype`.
+    #[error("weights: tensor `{name}` is {found}, but config.json says torch_dtype = {expected}")]
+    WeightDtype {
+        /// Its name.
+        name: String,
+        /// The config's dtype.
+        expected: String,
+        /// The checkpoint's.
+        found: String,
+    },
+    /// A file that could not be read.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: String,
+        /// Why.
+        source: std::io::Error,
+    },
     /// An error from capture-core: the capture, the graph or the stream.
     #[error(transparent)]
     Capture(#[from] capture_core::Error),
     /// An error from candle, raised by the step.
     #[error("candle: {0}")]
     Candle(#[from] candle_core::Error),
+}
+
+impl Error {
+    pub(crate) fn invalid(what: &'static str, value: impl std::fmt::Display, expected: impl Into<String>) -> Self {
+        Error::InvalidArgument { what, value: value.to_string(), expected: expected.into() }
+    }
+    pub(crate) fn operands(op: &'static str, detail: impl Into<String>) -> Self {
+        Error::BadOperands { op, detail: detail.into() }
+    }
 }

@@ -1,9 +1,10 @@
-//! # capture-candle: capture a candle model's step on candle's own CUDA stream, safely
+//! # capture-candle: capture candle models' decode steps on candle's own CUDA stream, safely
 //!
 //! candle issues its kernels, cuBLAS calls and allocations on one cudarc stream. This crate
-//! wraps that stream in [`capture_core`]'s type-state, so a decode step written with candle
-//! ops can be recorded into a CUDA graph with capture-core's RAII guard, its report and its
-//! replay validation, and replayed with one launch per token.
+//! wraps that stream in [`capture_core`]'s type-state, so a step written with candle ops
+//! can be recorded into a CUDA graph with capture-core's guard, its report and its replay
+//! validation, and replayed with one launch per token. On top of that it gives the layers
+//! and models a real decode loop needs.
 //!
 //! ## 1. Wrap candle's device
 //! ```no_run
@@ -16,41 +17,49 @@
 //! # Ok(()) }
 //! ```
 //!
-//! ## 2. Warm up, then capture
+//! ## 2. Warm up, then capture a graph that owns what it uses
 //! Run the step once eagerly first, under [`CandleStream::warm_up`]: that loads candle's
 //! kernels, sizes cuBLAS's workspace, and fills candle's cache of small host uploads (shape
 //! and stride parameters), none of which may happen during a capture. Then
-//! [`CandleStream::capture`] returns a [`CandleCapture`] guard: candle ops issued while it
-//! lives are recorded, and so are capture-core operations on the guard itself (uploads from
-//! pinned buffers, kernels). [`CandleCapture::finish`] gives a [`capture_core::Graph`].
+//! [`CandleStream::capture_owned`] records the step into a [`CandleGraph`] that owns the
+//! step's resources: it cannot outlive the tensors it reads (see [`CandleGraph`] for the
+//! program that does not compile).
 //!
 //! ```no_run
 //! # fn main() -> Result<(), capture_candle::Error> {
 //! # use candle_core::{Device, Tensor, DType};
 //! # let device = Device::new_cuda_with_stream(0)?;
 //! # let mut cs = capture_candle::CandleStream::new(&device)?;
-//! let w = Tensor::randn(0f32, 1.0, (64, 64), &device)?;
-//! let x = Tensor::zeros((1, 64), DType::F32, &device)?;
-//! let y = Tensor::zeros((1, 64), DType::F32, &device)?;
-//! let step = || -> candle_core::Result<()> {
-//!     let out = x.matmul(&w)?.relu()?;
-//!     y.slice_set(&out, 0, 0) // results go into a tensor made before the capture
+//! struct Step { w: Tensor, x: Tensor, y: Tensor }
+//! let s = std::sync::Arc::new(Step {
+//!     w: Tensor::randn(0f32, 1.0, (64, 64), &device)?,
+//!     x: Tensor::zeros((1, 64), DType::F32, &device)?,
+//!     y: Tensor::zeros((1, 64), DType::F32, &device)?,
+//! });
+//! let step = |s: &std::sync::Arc<Step>| -> capture_candle::Result<()> {
+//!     let out = s.x.matmul(&s.w)?.relu()?;
+//!     Ok(s.y.slice_set(&out, 0, 0)?) // results go into a tensor made before the capture
 //! };
-//! cs.warm_up(|| step())?;
-//! let mut g = cs.capture()?;
-//! g.uses(&w); // the graph cannot outlive what it reads
-//! g.uses(&x);
-//! g.uses(&y);
-//! step()?;
-//! let (graph, report) = g.finish()?;
+//! cs.warm_up(|| step(&s).map_err(candle_core::Error::wrap))?;
+//! let (graph, report) = cs.capture_owned(s.clone(), step)?;
 //! println!("{report}");
 //! graph.launch(cs.stream())?;
 //! # Ok(()) }
 //! ```
 //!
-//! ## 3. What the guard checks
+//! ## 3. Real models
+//! - [`decode`]: capture-ready layers — a static [`KvCache`](decode::KvCache) written at
+//!   device positions, rotary embeddings at device positions (with Llama 3 scaling),
+//!   grouped-query attention over each row's valid prefix, fused residual + RMSNorm and
+//!   SwiGLU, and on-device sampling whose random state advances at every replay.
+//! - [`model`]: Llama 3.x and Qwen2 decoders built from them, configured by a Hugging Face
+//!   `config.json` and loaded from safetensors (or random weights of a named config).
+//! - [`generate`]: prompts prefilled eagerly, then decoded by replaying one graph per
+//!   batch bucket ([`CandleFamily`]) until each sequence stops.
+//!
+//! ## 4. What the capture checks
 //! - Every allocation candle made during the capture must be freed during it: a tensor
-//!   created in the step and still alive at `finish` is graph memory that the next replay
+//!   created in the step and still alive at the end is graph memory that the next replay
 //!   cannot reuse ([`Error::UnfreedGraphMemory`]). Write results into tensors made before.
 //! - candle's host-upload cache is on while capturing: an upload whose bytes were not seen
 //!   during warm-up fails the capture (with candle's error) instead of recording a copy from
@@ -60,15 +69,21 @@
 //!
 //! What no guard can see is a host value baked into the step: a position read on the host
 //! and folded into an op's offset, or a small upload whose bytes happened to be cached. Keep
-//! such values in device memory, and check a graph with capture-core's replay validation.
+//! such values in device memory (the [`decode`] layers do), and check a graph with
+//! capture-core's replay validation.
 
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
 mod capture;
+pub mod decode;
 mod error;
+pub mod generate;
+mod graph;
+pub mod model;
+mod raw;
 mod stream;
 
-pub use capture::CandleCapture;
 pub use error::{Error, Result};
+pub use graph::{BucketCapture, CandleFamily, CandleGraph};
 pub use stream::CandleStream;

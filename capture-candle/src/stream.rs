@@ -72,21 +72,9 @@ impl CandleStream {
         Ok(out)
     }
 
-    /// Starts capturing candle's stream (Global mode): see [`CandleCapture`].
-    ///
-    /// # Errors
-    /// As [`Stream::capture`](capture_core::Stream::capture).
+    /// Starts capturing candle's stream with `options` (see [`CandleCapture`]).
     #[track_caller]
-    pub fn capture<'a>(&mut self) -> Result<CandleCapture<'_, 'a>> {
-        self.capture_with(CaptureOptions::default())
-    }
-
-    /// Starts capturing candle's stream with `options`.
-    ///
-    /// # Errors
-    /// As [`Stream::capture_with`](capture_core::Stream::capture_with).
-    #[track_caller]
-    pub fn capture_with<'a>(&mut self, options: CaptureOptions) -> Result<CandleCapture<'_, 'a>> {
+    pub(crate) fn capture_with<'a>(&mut self, options: CaptureOptions) -> Result<CandleCapture<'_, 'a>> {
         let cache = self.device.enable_cuda_graph_htod_cache();
         let ctx = self.ctx.clone();
         let cudarc = self.stream.cudarc().cloned();

@@ -57,12 +57,12 @@ fn candle_ops_are_captured_and_replayed_with_fresh_inputs() {
         y.slice_set(&out, 0, 0)
     };
     cs.warm_up(step).unwrap();
-    let mut g = cs.capture().unwrap();
-    g.uses(&w);
-    g.uses(&x);
-    g.uses(&y);
-    step().unwrap();
-    let (graph, report) = g.finish().unwrap();
+    let (graph, report) = cs
+        .capture_owned((w.clone(), x.clone(), y.clone()), |(w, x, y)| {
+            let out = (x.matmul(w)?.relu()? + 1.0)?;
+            Ok(y.slice_set(&out, 0, 0)?)
+        })
+        .unwrap();
     assert!(report.nodes.kernels >= 2, "{report}");
     assert_eq!(report.nodes.mem_alloc, report.nodes.mem_free, "{report}");
     for i in 0..5 {
@@ -82,12 +82,15 @@ fn an_invalidating_capture_is_a_typed_error_and_the_device_stays_usable() {
     let mut cs = CandleStream::new(&dev).unwrap();
     let x = Tensor::ones(16, DType::F32, &dev).unwrap();
     cs.warm_up(|| (&x * 3.0).map(drop)).unwrap();
-    let g = cs.capture().unwrap();
-    let _y = (&x * 3.0).unwrap();
-    // A synchronize through candle's own handle: the driver refuses it and invalidates.
-    let _ = dev.synchronize();
-    drop(_y);
-    let e = g.finish().unwrap_err();
+    let d = dev.clone();
+    let e = cs
+        .capture_owned(x.clone(), move |x| {
+            let _y = (x * 3.0)?;
+            // A synchronize through candle's own handle: the driver refuses it and invalidates.
+            let _ = d.synchronize();
+            Ok(())
+        })
+        .unwrap_err();
     let msg = e.to_string();
     assert!(matches!(e, Error::Capture(capture_core::Error::CaptureInvalidated { .. })), "{msg}");
     assert!(msg.contains("CUDA_ERROR"), "the error names the driver code: {msg}");
@@ -101,11 +104,17 @@ fn a_tensor_alive_at_finish_is_unfreed_graph_memory() {
     let mut cs = CandleStream::new(&dev).unwrap();
     let x = Tensor::ones(1024, DType::F32, &dev).unwrap();
     cs.warm_up(|| (&x + 1.0).map(drop)).unwrap();
-    let g = cs.capture().unwrap();
-    let kept = (&x + 1.0).unwrap(); // allocated in the graph, still alive at finish
-    let e = g.finish().unwrap_err();
+    let kept = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let k = kept.clone();
+    let e = cs
+        .capture_owned(x.clone(), move |x| {
+            // Allocated in the graph, still alive at the end of the capture.
+            k.lock().unwrap().push((x + 1.0)?);
+            Ok(())
+        })
+        .unwrap_err();
     assert!(matches!(e, Error::UnfreedGraphMemory { unfreed: 1, .. }), "{e}");
-    drop(kept);
+    kept.lock().unwrap().clear();
     eager_op_works(&dev);
 }
 
@@ -114,10 +123,9 @@ fn a_tensor_alive_at_finish_is_unfreed_graph_memory() {
 fn an_upload_not_seen_in_warm_up_fails_the_step_and_the_device_stays_usable() {
     let Some(dev) = gpu() else { return };
     let mut cs = CandleStream::new(&dev).unwrap();
-    let g = cs.capture().unwrap();
+    let d = dev.clone();
     // A small host upload never seen during a warm-up: candle refuses it while capturing.
-    let r = Tensor::new(&[12345u32], &dev);
-    assert!(r.is_err(), "candle's host-upload cache refuses an unseen upload during capture");
-    drop(g);
+    let r = cs.capture_owned((), move |_| Ok(Tensor::new(&[12345u32], &d).map(drop)?));
+    assert!(matches!(r, Err(Error::Candle(_))), "candle's host-upload cache refuses an unseen upload during capture");
     eager_op_works(&dev);
 }

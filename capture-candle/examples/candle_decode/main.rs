@@ -79,23 +79,19 @@ fn main() -> Result<(), Error> {
     let cfg = Config { vocab: 8192, hidden: 512, heads: 8, mlp: 1536, layers: args.layers, max_seq: 256 };
     assert!(args.tokens <= cfg.max_seq, "--tokens is at most {}", cfg.max_seq);
     device.set_seed(7)?;
-    let model = Model::random(cfg, &device)?;
-    let state = model.new_state(&device)?;
+    let model = std::sync::Arc::new(Model::random(cfg, &device)?);
+    let state = std::sync::Arc::new(model.new_state(&device)?);
     let mut cs = CandleStream::new(&device)?;
     println!("device: {} ({:?}); model: {cfg:?}", cs.context().name(), device.location());
 
     // Capture one decode step, after a warm-up at position 0.
     write_inputs(&state, &device, 1, 0)?;
     cs.warm_up(|| model.step(&state))?;
-    let mut g = cs.capture()?;
-    g.uses(&model);
-    g.uses(&state);
-    model.step(&state)?;
-    let (graph, report) = g.finish()?;
+    let (graph, report) = cs.capture_owned((model.clone(), state.clone()), |(m, s)| Ok(m.step(s)?))?;
     println!("captured decode step:\n{report}");
 
     if args.check {
-        check(&mut cs, &device, &model, &state, &graph, args.tokens)?;
+        check(&mut cs, &device, (&model, &state), &graph, args.tokens)?;
     }
     if args.bench {
         bench(&mut cs, &device, &model, &state, &graph, args.tokens, args.rounds)?;
@@ -109,14 +105,17 @@ fn env_logger_init() {
 
 /// Decodes `tokens` tokens eagerly, then the same tokens by replay, and compares every
 /// logit; then captures the planted stale-position step and shows that it diverges.
+type Owned = (std::sync::Arc<Model>, std::sync::Arc<State>);
+
 fn check(
     cs: &mut CandleStream,
     dev: &Device,
-    model: &Model,
-    state: &State,
+    owned: (&std::sync::Arc<Model>, &std::sync::Arc<State>),
     graph: &Graph<'_>,
     tokens: usize,
 ) -> Result<(), Error> {
+    let owned: Owned = (owned.0.clone(), owned.1.clone());
+    let (model, state) = (&*owned.0, &*owned.1);
     let vocab = state.logits.dims()[1];
     model.reset(state)?;
     let mut eager = Vec::with_capacity(tokens);
@@ -168,11 +167,7 @@ fn check(
     model.reset(state)?;
     write_inputs(state, dev, 1, 0)?;
     cs.warm_up(|| model.step_with_host_position(state, 0))?;
-    let mut g = cs.capture()?;
-    g.uses(model);
-    g.uses(state);
-    model.step_with_host_position(state, 0)?;
-    let (stale, _) = g.finish()?;
+    let (stale, _) = cs.capture_owned(owned.clone(), |(m, s)| Ok(m.step_with_host_position(s, 0)?))?;
     let planted = validation.run(
         &stale,
         cs.stream(),

@@ -1,0 +1,168 @@
+//! The static KV cache.
+
+use candle_core::{DType, Device, Tensor};
+
+use super::ops;
+use crate::error::{Error, Result};
+
+/// One layer's keys and values, `[batch, kv_heads, max_seq, head_dim]` each, allocated once
+/// and written in place at each row's device position (by [`qkv_rope_write`](super::qkv_rope_write)
+/// or [`write`](Self::write)): a captured step writes the slot of whatever position the
+/// device holds when it replays, touching only the new slots.
+///
+/// Cloning is cheap and shares the tensors (candle tensors are reference-counted).
+#[derive(Clone, Debug)]
+pub struct KvCache {
+    k: Tensor,
+    v: Tensor,
+}
+
+impl KvCache {
+    /// A zeroed cache.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a zero size or a dtype other than f32, f16 or bf16;
+    /// candle's error if the allocation fails.
+    pub fn new(
+        batch: usize,
+        kv_heads: usize,
+        max_seq: usize,
+        head_dim: usize,
+        dtype: DType,
+        device: &Device,
+    ) -> Result<Self> {
+        for (what, v) in [("batch", batch), ("kv_heads", kv_heads), ("max_seq", max_seq), ("head_dim", head_dim)] {
+            if v == 0 {
+                return Err(Error::invalid(what, v, "at least 1"));
+            }
+        }
+        if max_seq > i32::MAX as usize {
+            return Err(Error::invalid("max_seq", max_seq, "below 2^31"));
+        }
+        if head_dim % 2 != 0 {
+            return Err(Error::invalid("head_dim", head_dim, "an even number"));
+        }
+        if !matches!(dtype, DType::F32 | DType::F16 | DType::BF16) {
+            return Err(Error::invalid("KV cache dtype", format!("{dtype:?}"), "f32, f16 or bf16"));
+        }
+        let k = Tensor::zeros((batch, kv_heads, max_seq, head_dim), dtype, device)?;
+        let v = Tensor::zeros((batch, kv_heads, max_seq, head_dim), dtype, device)?;
+        Ok(Self { k, v })
+    }
+
+    /// The keys.
+    pub fn k(&self) -> &Tensor {
+        &self.k
+    }
+    /// The values.
+    pub fn v(&self) -> &Tensor {
+        &self.v
+    }
+    /// Rows (sequences).
+    pub fn batch(&self) -> usize {
+        self.k.dims()[0]
+    }
+    /// Key/value heads.
+    pub fn kv_heads(&self) -> usize {
+        self.k.dims()[1]
+    }
+    /// Positions per row.
+    pub fn max_seq(&self) -> usize {
+        self.k.dims()[2]
+    }
+    /// Elements per head.
+    pub fn head_dim(&self) -> usize {
+        self.k.dims()[3]
+    }
+
+    /// Rows `start .. start + len` of this cache, sharing its memory: prefill one sequence
+    /// of a batch, or run a smaller batch bucket, through a view.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for rows outside the cache.
+    pub fn rows(&self, start: usize, len: usize) -> Result<Self> {
+        if len == 0 || start + len > self.batch() {
+            return Err(Error::invalid(
+                "cache rows",
+                format!("{start}..{}", start + len),
+                format!("a non-empty range within 0..{}", self.batch()),
+            ));
+        }
+        Ok(Self { k: self.k.narrow(0, start, len)?, v: self.v.narrow(0, start, len)? })
+    }
+
+    /// Zeroes every row (the positions, not the cache, decide what attention reads: this is
+    /// for tidiness and tests).
+    ///
+    /// # Errors
+    /// candle's.
+    pub fn clear(&self) -> Result<()> {
+        self.k.slice_set(&self.k.zeros_like()?, 0, 0)?;
+        self.v.slice_set(&self.v.zeros_like()?, 0, 0)?;
+        Ok(())
+    }
+
+    /// Writes `k` and `v` (`[batch, tokens, kv_heads * head_dim]` each, no rotary embedding
+    /// applied here) at each row's position `pos` (u32 `[batch]`) onwards: O(tokens) work,
+    /// whatever `max_seq`. Positions past the end write nothing and set `overflow[row]`;
+    /// rows whose `active` is 0 write nothing.
+    ///
+    /// # Errors
+    /// [`Error::BadOperands`] for shapes or dtypes that do not fit.
+    pub fn write(
+        &self,
+        k: &Tensor,
+        v: &Tensor,
+        pos: &Tensor,
+        active: Option<&Tensor>,
+        overflow: &Tensor,
+    ) -> Result<()> {
+        const OP: &str = "KvCache::write";
+        let (b, nk, s, dim) = (self.batch(), self.kv_heads(), self.max_seq(), self.head_dim());
+        for (what, t) in [("k", k), ("v", v)] {
+            ops::same(OP, what, t, &self.k)?;
+            if t.elem_count() % (b * nk * dim) != 0 || t.dims().last() != Some(&(nk * dim)) {
+                return Err(Error::operands(OP, format!("{what} {:?} must be [{b}, tokens, {nk} * {dim}]", t.dims())));
+            }
+        }
+        if k.dims() != v.dims() {
+            return Err(Error::operands(OP, format!("k {:?} and v {:?} differ", k.dims(), v.dims())));
+        }
+        ops::rows_u32(OP, "pos", pos, b, k)?;
+        ops::rows_u32(OP, "overflow", overflow, b, k)?;
+        if let Some(a) = active {
+            ops::rows_u32(OP, "active", a, b, k)?;
+        }
+        let tokens = k.elem_count() / (b * nk * dim);
+        // The table is not read for value heads: a one-row stand-in of the right dim.
+        let table = Tensor::zeros((1, dim), DType::F32, k.device())?;
+        for (src, cache) in [(k, &self.k), (v, &self.v)] {
+            let a = super::gpu::RopeWrite {
+                src,
+                stride: (nk * dim) as u32,
+                col0: 0,
+                bias: None,
+                table: &table,
+                pos,
+                active,
+                rows: b as u32,
+                tokens: tokens as u32,
+                dim: dim as u32,
+                nq: 0,
+                nk: 0,
+                nv: nk as u32,
+                max_seq: s as u32,
+                interleaved: false,
+                q_out: None,
+                k_cache: None,
+                v_cache: Some(cache),
+                overflow,
+            };
+            match ops::on(OP, k)? {
+                ops::On::Cuda => super::gpu::rope_write(&a)?,
+                ops::On::Cpu => super::cpu::rope_write(&a)?,
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,324 @@
+//! The decode ops: checks, then the CUDA kernel or the CPU reference.
+
+use candle_core::{DType, Device, Tensor};
+
+use super::{cpu, gpu, KvCache, RopeLayout, RopeTable};
+use crate::error::{Error, Result};
+
+/// Where an op runs.
+pub(crate) enum On {
+    Cpu,
+    Cuda,
+}
+
+pub(crate) fn on(op: &'static str, t: &Tensor) -> Result<On> {
+    match t.device() {
+        Device::Cpu => Ok(On::Cpu),
+        Device::Cuda(_) => Ok(On::Cuda),
+        d => Err(Error::operands(op, format!("runs on CUDA or the CPU, not on {:?}", d.location()))),
+    }
+}
+
+pub(crate) fn float(op: &'static str, what: &str, t: &Tensor) -> Result<()> {
+    match t.dtype() {
+        DType::F32 | DType::F16 | DType::BF16 => Ok(()),
+        d => Err(Error::operands(op, format!("{what} is {d:?}; the decode ops take f32, f16 or bf16"))),
+    }
+}
+
+pub(crate) fn same(op: &'static str, what: &str, t: &Tensor, like: &Tensor) -> Result<()> {
+    if t.dtype() != like.dtype() {
+        return Err(Error::operands(op, format!("{what} is {:?}, the other operands {:?}", t.dtype(), like.dtype())));
+    }
+    if !t.device().same_device(like.device()) {
+        return Err(Error::operands(op, format!("{what} is on another device")));
+    }
+    contiguous(op, what, t)
+}
+
+pub(crate) fn contiguous(op: &'static str, what: &str, t: &Tensor) -> Result<()> {
+    if !t.is_contiguous() {
+        return Err(Error::operands(op, format!("{what} must be contiguous (call .contiguous() first)")));
+    }
+    Ok(())
+}
+
+/// A `[rows]` u32 tensor on `like`'s device.
+pub(crate) fn rows_u32(op: &'static str, what: &str, t: &Tensor, rows: usize, like: &Tensor) -> Result<()> {
+    if t.dtype() != DType::U32 || t.dims() != [rows] {
+        return Err(Error::operands(op, format!("{what} must be u32 [{rows}], got {:?} {:?}", t.dtype(), t.dims())));
+    }
+    if !t.device().same_device(like.device()) {
+        return Err(Error::operands(op, format!("{what} is on another device")));
+    }
+    contiguous(op, what, t)
+}
+
+/// The fused decode-attention input stage: adds the bias (if any) to a fused QKV
+/// projection, applies the rotary embedding at each row's device position to the query and
+/// key heads, writes keys and values into `cache` at those positions, and returns the
+/// queries as `[batch, q_heads, tokens, head_dim]`.
+///
+/// `qkv` is `[batch, tokens, (q_heads + 2*kv_heads) * head_dim]` (or the same flattened to
+/// two dimensions, `[batch * tokens, …]`), the query heads first, then the keys, then the
+/// values. `pos` (u32 `[batch]`) is the position of each row's first token; token `t` goes
+/// to position `pos + t`. A position at or past the cache's end writes nothing to the cache
+/// and sets that row's `overflow` (u32 `[batch]`) to 1; read it after the step. Rows whose
+/// `active` (u32 `[batch]`, optional) is 0 write nothing to the cache.
+///
+/// One kernel on CUDA, whatever the number of heads.
+///
+/// # Errors
+/// [`Error::BadOperands`] when shapes, dtypes or devices do not fit together; candle's
+/// error if the launch fails.
+#[allow(clippy::too_many_arguments)]
+pub fn qkv_rope_write(
+    qkv: &Tensor,
+    bias: Option<&Tensor>,
+    rope: &RopeTable,
+    pos: &Tensor,
+    active: Option<&Tensor>,
+    cache: &KvCache,
+    overflow: &Tensor,
+    q_heads: usize,
+) -> Result<Tensor> {
+    const OP: &str = "qkv_rope_write";
+    let (nk, dim, s, batch) = (cache.kv_heads(), cache.head_dim(), cache.max_seq(), cache.batch());
+    float(OP, "qkv", qkv)?;
+    contiguous(OP, "qkv", qkv)?;
+    same(OP, "the KV cache", cache.k(), qkv)?;
+    let width = (q_heads + 2 * nk) * dim;
+    let rows_total = qkv.elem_count() / width.max(1);
+    if q_heads == 0 || rows_total * width != qkv.elem_count() || qkv.dims().last() != Some(&width) {
+        return Err(Error::operands(
+            OP,
+            format!(
+                "qkv {:?} must end in (q_heads + 2*kv_heads) * head_dim = ({q_heads} + 2*{nk}) * {dim} = {width}",
+                qkv.dims()
+            ),
+        ));
+    }
+    if rows_total % batch != 0 {
+        return Err(Error::operands(
+            OP,
+            format!("qkv has {rows_total} token rows, not a multiple of the cache's batch {batch}"),
+        ));
+    }
+    if q_heads % nk != 0 {
+        return Err(Error::operands(OP, format!("{q_heads} query heads are not a multiple of {nk} key/value heads")));
+    }
+    if rope.dim() != dim || rope.max_seq() < s {
+        return Err(Error::operands(
+            OP,
+            format!(
+                "the rope table is for head_dim {} and {} positions; the cache needs {dim} and {s}",
+                rope.dim(),
+                rope.max_seq()
+            ),
+        ));
+    }
+    if let Some(b) = bias {
+        same(OP, "the bias", b, qkv)?;
+        if b.elem_count() != width {
+            return Err(Error::operands(OP, format!("the bias has {} elements, not {width}", b.elem_count())));
+        }
+    }
+    rows_u32(OP, "pos", pos, batch, qkv)?;
+    rows_u32(OP, "overflow", overflow, batch, qkv)?;
+    if let Some(a) = active {
+        rows_u32(OP, "active", a, batch, qkv)?;
+    }
+    let tokens = rows_total / batch;
+    let q = match on(OP, qkv)? {
+        // `rope_write` writes every element of q: one thread per pair of every query head
+        // of every token row.
+        On::Cuda => crate::raw::uninit((batch, q_heads, tokens, dim), qkv.dtype(), qkv.device())?,
+        On::Cpu => Tensor::zeros((batch, q_heads, tokens, dim), qkv.dtype(), qkv.device())?,
+    };
+    let a = gpu::RopeWrite {
+        src: qkv,
+        stride: width as u32,
+        col0: 0,
+        bias,
+        table: rope.table(),
+        pos,
+        active,
+        rows: batch as u32,
+        tokens: tokens as u32,
+        dim: dim as u32,
+        nq: q_heads as u32,
+        nk: nk as u32,
+        nv: nk as u32,
+        max_seq: s as u32,
+        interleaved: rope.layout() == RopeLayout::Interleaved,
+        q_out: Some(&q),
+        k_cache: Some(cache.k()),
+        v_cache: Some(cache.v()),
+        overflow,
+    };
+    match on(OP, qkv)? {
+        On::Cuda => gpu::rope_write(&a)?,
+        On::Cpu => cpu::rope_write(&a)?,
+    }
+    Ok(q)
+}
+
+/// The rotary embedding alone, at device positions: `x` is `[batch, tokens, heads *
+/// head_dim]` (or `[batch, tokens, heads, head_dim]`); returns `[batch, heads, tokens,
+/// head_dim]`, token `t` of row `b` rotated for position `pos[b] + t` (clamped to the
+/// table's last row).
+///
+/// # Errors
+/// [`Error::BadOperands`] for shapes or dtypes that do not fit; candle's error if the launch
+/// fails.
+pub fn rope(x: &Tensor, heads: usize, table: &RopeTable, pos: &Tensor) -> Result<Tensor> {
+    const OP: &str = "rope";
+    float(OP, "x", x)?;
+    contiguous(OP, "x", x)?;
+    let dim = table.dim();
+    let batch = pos.elem_count();
+    let width = heads * dim;
+    if heads == 0 || batch == 0 || x.elem_count() % (width * batch) != 0 {
+        return Err(Error::operands(
+            OP,
+            format!("x {:?} must be [batch = {batch}, tokens, {heads} * {dim}]", x.dims()),
+        ));
+    }
+    rows_u32(OP, "pos", pos, batch, x)?;
+    let tokens = x.elem_count() / (width * batch);
+    let overflow = Tensor::zeros(batch, DType::U32, x.device())?;
+    let q = match on(OP, x)? {
+        // Every element is written, as for `qkv_rope_write`'s queries.
+        On::Cuda => crate::raw::uninit((batch, heads, tokens, dim), x.dtype(), x.device())?,
+        On::Cpu => Tensor::zeros((batch, heads, tokens, dim), x.dtype(), x.device())?,
+    };
+    let a = gpu::RopeWrite {
+        src: x,
+        stride: width as u32,
+        col0: 0,
+        bias: None,
+        table: table.table(),
+        pos,
+        active: None,
+        rows: batch as u32,
+        tokens: tokens as u32,
+        dim: dim as u32,
+        nq: heads as u32,
+        nk: 0,
+        nv: 0,
+        max_seq: table.max_seq() as u32,
+        interleaved: table.layout() == RopeLayout::Interleaved,
+        q_out: Some(&q),
+        k_cache: None,
+        v_cache: None,
+        overflow: &overflow,
+    };
+    match on(OP, x)? {
+        On::Cuda => gpu::rope_write(&a)?,
+        On::Cpu => cpu::rope_write(&a)?,
+    }
+    Ok(q)
+}
+
+/// Attention of queries `q` (`[batch, q_heads, tokens, head_dim]`) over each row's valid
+/// prefix of `cache`: query `t` of row `b` sees positions `0 ..= pos[b] + t` (grouped-query:
+/// query head `h` reads key/value head `h / (q_heads / kv_heads)`), scaled by `scale`.
+/// Returns `[batch, tokens, q_heads * head_dim]`, ready for the output projection.
+///
+/// On CUDA, two kernels: the prefix is cut into chunks of 128 positions, one block per
+/// chunk and key/value head, and chunks past the prefix return at once, so the work grows
+/// with the position and not with the cache's length.
+///
+/// # Errors
+/// [`Error::BadOperands`] for shapes or dtypes that do not fit, or more than 16 query heads
+/// per key/value head; candle's error if a launch fails.
+pub fn attention(q: &Tensor, cache: &KvCache, pos: &Tensor, scale: f32) -> Result<Tensor> {
+    const OP: &str = "attention";
+    float(OP, "q", q)?;
+    same(OP, "the KV cache", cache.k(), q)?;
+    contiguous(OP, "q", q)?;
+    let (b, nq, t, dim) = q
+        .dims4()
+        .map_err(|_| Error::operands(OP, format!("q {:?} must be [batch, q_heads, tokens, head_dim]", q.dims())))?;
+    let (nk, s) = (cache.kv_heads(), cache.max_seq());
+    if b != cache.batch() || dim != cache.head_dim() || nq % nk != 0 || nq / nk > 16 {
+        return Err(Error::operands(
+            OP,
+            format!(
+                "q {:?} does not fit the cache [{}, {nk}, {s}, {}] (same batch and head_dim; q_heads a multiple of kv_heads, at most 16 times)",
+                q.dims(),
+                cache.batch(),
+                cache.head_dim()
+            ),
+        ));
+    }
+    if !scale.is_finite() {
+        return Err(Error::invalid("attention scale", scale, "a finite number"));
+    }
+    rows_u32(OP, "pos", pos, b, q)?;
+    Ok(match on(OP, q)? {
+        On::Cuda => {
+            if (nq / nk) * (dim + gpu::CHUNK as usize) * 4 > 48 * 1024 {
+                return Err(Error::operands(
+                    OP,
+                    format!("head_dim {dim} with {} query heads per key/value head needs more shared memory than a block has", nq / nk),
+                ));
+            }
+            gpu::attention(q, cache.k(), cache.v(), pos, (b, nq, t, dim), (nk, s), scale)?
+        }
+        On::Cpu => cpu::attention(q, cache.k(), cache.v(), pos, (b, nq, t, dim), (nk, s), scale)?,
+    })
+}
+
+/// RMSNorm with the residual add, in one kernel: returns `(x + delta, rms_norm(x + delta) *
+/// weight)` (with no `delta`, `(x, rms_norm(x) * weight)`). `x` and `delta` are `[rows,
+/// cols]`; the sum is rounded to the element type before it is normalised.
+///
+/// # Errors
+/// [`Error::BadOperands`] for shapes or dtypes that do not fit; [`Error::InvalidArgument`]
+/// for an `eps` that is not finite and positive.
+pub fn add_rms_norm(x: &Tensor, delta: Option<&Tensor>, weight: &Tensor, eps: f64) -> Result<(Tensor, Tensor)> {
+    const OP: &str = "add_rms_norm";
+    float(OP, "x", x)?;
+    contiguous(OP, "x", x)?;
+    let (_, cols) = x.dims2().map_err(|_| Error::operands(OP, format!("x {:?} must be [rows, cols]", x.dims())))?;
+    same(OP, "the weight", weight, x)?;
+    if weight.dims() != [cols] {
+        return Err(Error::operands(OP, format!("the weight is {:?}, not [{cols}]", weight.dims())));
+    }
+    if let Some(d) = delta {
+        same(OP, "delta", d, x)?;
+        if d.dims() != x.dims() {
+            return Err(Error::operands(OP, format!("delta {:?} differs from x {:?}", d.dims(), x.dims())));
+        }
+    }
+    if !(eps.is_finite() && eps > 0.0) {
+        return Err(Error::invalid("rms_norm_eps", eps, "a finite number above 0"));
+    }
+    Ok(match on(OP, x)? {
+        On::Cuda => gpu::add_rms_norm(x, delta, weight, eps as f32)?,
+        On::Cpu => cpu::add_rms_norm(x, delta, weight, eps as f32)?,
+    })
+}
+
+/// SwiGLU of a fused gate/up projection: `x` is `[rows, 2 * inter]` (gate, then up);
+/// returns `silu(gate) * up`, `[rows, inter]`, in one kernel.
+///
+/// # Errors
+/// [`Error::BadOperands`] for an odd last dimension or a dtype the kernels do not take.
+pub fn silu_mul(x: &Tensor) -> Result<Tensor> {
+    const OP: &str = "silu_mul";
+    float(OP, "x", x)?;
+    contiguous(OP, "x", x)?;
+    let (_, c) = x.dims2().map_err(|_| Error::operands(OP, format!("x {:?} must be [rows, 2 * inter]", x.dims())))?;
+    if c % 2 != 0 {
+        return Err(Error::operands(
+            OP,
+            format!("the last dimension {c} is odd: it must hold the gate and the up halves"),
+        ));
+    }
+    Ok(match on(OP, x)? {
+        On::Cuda => gpu::silu_mul(x)?,
+        On::Cpu => cpu::silu_mul(x)?,
+    })
+}

@@ -1,0 +1,178 @@
+//! On-device sampling whose random state lives in device memory.
+
+use candle_core::{DType, Device, Tensor};
+
+use super::ops;
+use crate::error::{Error, Result};
+
+/// How a row's next token is chosen.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SamplingParams {
+    /// 0 for greedy (the most likely token); otherwise the logits are divided by it.
+    pub temperature: f32,
+    /// Keep the `top_k` most likely tokens (0: all).
+    pub top_k: usize,
+    /// Then keep the fewest most likely tokens whose probability adds up to `top_p` (1: all).
+    pub top_p: f32,
+}
+
+impl SamplingParams {
+    /// Greedy decoding.
+    pub const GREEDY: Self = Self { temperature: 0.0, top_k: 0, top_p: 1.0 };
+
+    /// Sampling at `temperature` with top-k and top-p filtering.
+    ///
+    /// # Errors
+    /// As [`validate`](Self::validate).
+    pub fn new(temperature: f32, top_k: usize, top_p: f32) -> Result<Self> {
+        let p = Self { temperature, top_k, top_p };
+        p.validate()?;
+        Ok(p)
+    }
+
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a temperature that is not finite or is negative (or
+    /// above 100), a `top_p` outside `(0, 1]`, or a `top_k` above 2^24.
+    pub fn validate(&self) -> Result<()> {
+        if !self.temperature.is_finite() || self.temperature < 0.0 || self.temperature > 100.0 {
+            return Err(Error::invalid("temperature", self.temperature, "a finite number from 0 (greedy) to 100"));
+        }
+        if !(self.top_p > 0.0 && self.top_p <= 1.0) {
+            return Err(Error::invalid("top_p", self.top_p, "a number in (0, 1]"));
+        }
+        if self.top_k > 1 << 24 {
+            return Err(Error::invalid("top_k", self.top_k, "at most 2^24 (0 keeps every token)"));
+        }
+        Ok(())
+    }
+}
+
+/// Per-row sampling parameters and random generators, in device memory.
+///
+/// The generator is counter-based: a token is drawn from a hash of the row's seed and its
+/// counter, and the kernel advances the counter in device memory. A captured sampling step
+/// therefore draws anew at every replay, and the same seed gives the same tokens by replay
+/// as eagerly. Draws use fixed-point probabilities (exact sums, the same draw on every
+/// run); a token less likely than 2^-24 times the most likely one is never drawn.
+#[derive(Clone, Debug)]
+pub struct Sampler {
+    /// `[batch, 3]` f32: temperature, top_p, top_k.
+    params: Tensor,
+    /// `[batch, 4]` u32: seed (low, high), counter (low, high).
+    rng: Tensor,
+}
+
+impl Sampler {
+    /// `batch` rows, greedy, seed 0.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a zero batch; candle's error if allocation fails.
+    pub fn new(batch: usize, device: &Device) -> Result<Self> {
+        if batch == 0 {
+            return Err(Error::invalid("sampler batch", batch, "at least 1"));
+        }
+        let p = SamplingParams::GREEDY;
+        let params = Tensor::from_vec(
+            (0..batch).flat_map(|_| [p.temperature, p.top_p, p.top_k as f32]).collect::<Vec<_>>(),
+            (batch, 3),
+            device,
+        )?;
+        let rng = Tensor::zeros((batch, 4), DType::U32, device)?;
+        Ok(Self { params, rng })
+    }
+
+    /// The generator state, u32 `[batch, 4]`: seed (low, high), counter (low, high).
+    pub fn state(&self) -> &Tensor {
+        &self.rng
+    }
+
+    /// Rows.
+    pub fn batch(&self) -> usize {
+        self.params.dims()[0]
+    }
+
+    /// Sets row `row`'s parameters and seeds its generator (counter 0). An eager upload:
+    /// call it between replays, never inside a captured step.
+    ///
+    /// # Errors
+    /// As [`SamplingParams::validate`]; [`Error::InvalidArgument`] for a row outside the
+    /// batch.
+    pub fn set(&self, row: usize, params: &SamplingParams, seed: u64) -> Result<()> {
+        params.validate()?;
+        if row >= self.batch() {
+            return Err(Error::invalid("sampler row", row, format!("below the batch, {}", self.batch())));
+        }
+        let dev = self.params.device();
+        let p = Tensor::from_vec(vec![params.temperature, params.top_p, params.top_k as f32], (1, 3), dev)?;
+        self.params.slice_set(&p, 0, row)?;
+        let g = Tensor::from_vec(vec![seed as u32, (seed >> 32) as u32, 0, 0], (1, 4), dev)?;
+        self.rng.slice_set(&g, 0, row)?;
+        Ok(())
+    }
+
+    /// Row `row`'s draw counter (a device read: not inside a capture).
+    ///
+    /// # Errors
+    /// candle's.
+    pub fn counter(&self, row: usize) -> Result<u64> {
+        let g = self.rng.narrow(0, row, 1)?.flatten_all()?.to_vec1::<u32>()?;
+        Ok(g[2] as u64 | (g[3] as u64) << 32)
+    }
+
+    /// Rows `start .. start + len`, sharing this sampler's memory.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for rows outside the batch.
+    pub fn rows(&self, start: usize, len: usize) -> Result<Self> {
+        if len == 0 || start + len > self.batch() {
+            return Err(Error::invalid(
+                "sampler rows",
+                format!("{start}..{}", start + len),
+                format!("within 0..{}", self.batch()),
+            ));
+        }
+        Ok(Self { params: self.params.narrow(0, start, len)?, rng: self.rng.narrow(0, start, len)? })
+    }
+
+    /// Draws one token per row of `logits` (`[batch, vocab]`) into `tokens` (u32 `[batch]`,
+    /// the next step's input), advances `pos` (u32 `[batch]`) by `advance` and each drawing
+    /// row's generator. Rows whose `active` is 0 change nothing. One kernel on CUDA.
+    ///
+    /// # Errors
+    /// [`Error::BadOperands`] for shapes or dtypes that do not fit.
+    pub fn sample(
+        &self,
+        logits: &Tensor,
+        tokens: &Tensor,
+        pos: &Tensor,
+        active: Option<&Tensor>,
+        advance: u32,
+    ) -> Result<()> {
+        const OP: &str = "Sampler::sample";
+        ops::float(OP, "logits", logits)?;
+        ops::contiguous(OP, "logits", logits)?;
+        let (b, vocab) = logits
+            .dims2()
+            .map_err(|_| Error::operands(OP, format!("logits {:?} must be [batch, vocab]", logits.dims())))?;
+        if b != self.batch() || vocab == 0 || vocab > u32::MAX as usize / 2 {
+            return Err(Error::operands(
+                OP,
+                format!("logits {:?} do not fit a sampler of {} rows", logits.dims(), self.batch()),
+            ));
+        }
+        if !self.params.device().same_device(logits.device()) {
+            return Err(Error::operands(OP, "the logits are on another device than the sampler"));
+        }
+        for (what, t) in [("tokens", tokens), ("pos", pos)] {
+            ops::rows_u32(OP, what, t, b, logits)?;
+        }
+        if let Some(a) = active {
+            ops::rows_u32(OP, "active", a, b, logits)?;
+        }
+        match ops::on(OP, logits)? {
+            ops::On::Cuda => super::gpu::sample(logits, &self.params, &self.rng, tokens, pos, active, advance)?,
+            ops::On::Cpu => super::cpu::sample(logits, &self.params, &self.rng, tokens, pos, active, advance)?,
+        }
+        Ok(())
+    }
+}

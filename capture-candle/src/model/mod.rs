@@ -1,0 +1,309 @@
+//! Llama 3.x and Qwen2 decoders written with the capture-ready layers of [`crate::decode`].
+//!
+//! The code follows candle-transformers' `llama.rs` and `qwen2.rs` (the same config fields,
+//! the same weight names) where the layers allow; the table in `docs/models.md` lists each
+//! place it differs, and why.
+
+mod config;
+mod state;
+mod weights;
+
+use std::path::{Path, PathBuf};
+
+use candle_core::{DType, Device, Tensor};
+
+pub use config::{Config, Family};
+pub use state::DecodeState;
+use weights::Source;
+
+use crate::decode::{self, RopeLayout, RopeTable};
+use crate::error::{Error, Result};
+
+/// One decoder layer's weights. The q/k/v projections are one matrix (and the gate and up
+/// projections another), concatenated when the checkpoint is loaded: one matrix-vector
+/// product instead of three (two) per token.
+#[derive(Debug)]
+struct Layer {
+    input_norm: Tensor,
+    /// `[(q_heads + 2 kv_heads) * head_dim, hidden]`.
+    qkv: Tensor,
+    qkv_bias: Option<Tensor>,
+    /// `[hidden, q_heads * head_dim]`.
+    o: Tensor,
+    post_norm: Tensor,
+    /// `[2 * intermediate, hidden]`.
+    gate_up: Tensor,
+    /// `[hidden, intermediate]`.
+    down: Tensor,
+}
+
+/// A Llama or Qwen2 decoder whose step reads every position from device memory.
+#[derive(Debug)]
+pub struct Model {
+    cfg: Config,
+    dtype: DType,
+    device: Device,
+    max_seq: usize,
+    embed: Tensor,
+    layers: Vec<Layer>,
+    norm: Tensor,
+    lm_head: Tensor,
+    rope: RopeTable,
+}
+
+impl Model {
+    /// Random weights of `cfg`'s shapes in `dtype`, with a KV cache of `max_seq` positions
+    /// per sequence. The same `seed` gives the same weights on the same device.
+    ///
+    /// # Errors
+    /// As [`Config::validate`]; [`Error::InvalidArgument`] for `max_seq` or `dtype`;
+    /// candle's error if an allocation fails.
+    pub fn random(cfg: &Config, dtype: DType, max_seq: usize, device: &Device, seed: u64) -> Result<Self> {
+        if let Device::Cuda(_) = device {
+            device.set_seed(seed)?;
+        }
+        Self::build(cfg, dtype, max_seq, device, &Source::Random { seed })
+    }
+
+    /// Weights from safetensors files in the Hugging Face layout (memory-mapped), converted
+    /// to `dtype`. The files must not change while they are loaded.
+    ///
+    /// # Errors
+    /// [`Error::MissingWeight`], [`Error::WeightShape`] or [`Error::WeightDtype`] naming the
+    /// first tensor that does not match `cfg`; [`Error::Io`] for a file that cannot be read.
+    pub fn from_safetensors(
+        cfg: &Config,
+        files: &[PathBuf],
+        dtype: DType,
+        max_seq: usize,
+        device: &Device,
+    ) -> Result<Self> {
+        let src = Source::files(files, cfg.torch_dtype)?;
+        Self::build(cfg, dtype, max_seq, device, &src)
+    }
+
+    /// `config.json` and every `*.safetensors` file of a Hugging Face model directory.
+    ///
+    /// # Errors
+    /// As [`Config::from_file`] and [`from_safetensors`](Self::from_safetensors).
+    pub fn from_dir(dir: impl AsRef<Path>, dtype: DType, max_seq: usize, device: &Device) -> Result<Self> {
+        let dir = dir.as_ref();
+        let cfg = Config::from_file(dir.join("config.json"))?;
+        let files = Source::dir_files(dir)?;
+        Self::from_safetensors(&cfg, &files, dtype, max_seq, device)
+    }
+
+    fn build(cfg: &Config, dtype: DType, max_seq: usize, device: &Device, src: &Source) -> Result<Self> {
+        cfg.validate()?;
+        if !matches!(dtype, DType::F32 | DType::F16 | DType::BF16) {
+            return Err(Error::invalid("model dtype", format!("{dtype:?}"), "f32, f16 or bf16"));
+        }
+        if max_seq == 0 || max_seq > cfg.max_position_embeddings.max(1) {
+            return Err(Error::invalid(
+                "max_seq",
+                max_seq,
+                format!("from 1 to the config's max_position_embeddings ({})", cfg.max_position_embeddings),
+            ));
+        }
+        let (h, d, nq, nk, inter, v) = (
+            cfg.hidden_size,
+            cfg.head_dim,
+            cfg.num_attention_heads,
+            cfg.num_key_value_heads,
+            cfg.intermediate_size,
+            cfg.vocab_size,
+        );
+        let lin = |name: &str, out: usize, inp: usize| {
+            src.get(name, &[out, inp], dtype, device, 1.0 / (inp as f64).sqrt(), 0.0)
+        };
+        let norm = |name: &str| src.get(name, &[h], dtype, device, 0.05, 1.0);
+        let embed = src.get("model.embed_tokens.weight", &[v, h], dtype, device, 2.0 / (h as f64).sqrt(), 0.0)?;
+        let mut layers = Vec::with_capacity(cfg.num_hidden_layers);
+        for i in 0..cfg.num_hidden_layers {
+            let p = format!("model.layers.{i}");
+            let q = lin(&format!("{p}.self_attn.q_proj.weight"), nq * d, h)?;
+            let k = lin(&format!("{p}.self_attn.k_proj.weight"), nk * d, h)?;
+            let vv = lin(&format!("{p}.self_attn.v_proj.weight"), nk * d, h)?;
+            let qkv_bias = if cfg.qkv_bias {
+                let b =
+                    |n: &str, len: usize| src.get(&format!("{p}.self_attn.{n}.bias"), &[len], dtype, device, 0.02, 0.0);
+                Some(Tensor::cat(&[b("q_proj", nq * d)?, b("k_proj", nk * d)?, b("v_proj", nk * d)?], 0)?)
+            } else {
+                None
+            };
+            let gate = lin(&format!("{p}.mlp.gate_proj.weight"), inter, h)?;
+            let up = lin(&format!("{p}.mlp.up_proj.weight"), inter, h)?;
+            layers.push(Layer {
+                input_norm: norm(&format!("{p}.input_layernorm.weight"))?,
+                qkv: Tensor::cat(&[q, k, vv], 0)?,
+                qkv_bias,
+                o: lin(&format!("{p}.self_attn.o_proj.weight"), h, nq * d)?,
+                post_norm: norm(&format!("{p}.post_attention_layernorm.weight"))?,
+                gate_up: Tensor::cat(&[gate, up], 0)?,
+                down: lin(&format!("{p}.mlp.down_proj.weight"), h, inter)?,
+            });
+        }
+        let norm_w = norm("model.norm.weight")?;
+        let lm_head = if cfg.tie_word_embeddings || !src.has("lm_head.weight") {
+            if !cfg.tie_word_embeddings {
+                return Err(Error::MissingWeight { name: "lm_head.weight".into() });
+            }
+            embed.clone()
+        } else {
+            lin("lm_head.weight", v, h)?
+        };
+        let layout = RopeLayout::Halves;
+        let rope = RopeTable::new(d, max_seq, cfg.rope_theta, cfg.rope_scaling.as_ref(), layout, device)?;
+        Ok(Self {
+            cfg: cfg.clone(),
+            dtype,
+            device: device.clone(),
+            max_seq,
+            embed,
+            layers,
+            norm: norm_w,
+            lm_head,
+            rope,
+        })
+    }
+
+    /// The config.
+    pub fn config(&self) -> &Config {
+        &self.cfg
+    }
+    /// The weights' dtype.
+    pub fn dtype(&self) -> DType {
+        self.dtype
+    }
+    /// The device.
+    pub fn device(&self) -> &Device {
+        &self.device
+    }
+    /// KV-cache positions per sequence.
+    pub fn max_seq(&self) -> usize {
+        self.max_seq
+    }
+    /// Bytes of weights (the embedding counted once when tied).
+    pub fn weight_bytes(&self) -> usize {
+        let mut n = self.embed.elem_count() + self.norm.elem_count();
+        if !self.cfg.tie_word_embeddings {
+            n += self.lm_head.elem_count();
+        }
+        for l in &self.layers {
+            n += l.input_norm.elem_count() + l.qkv.elem_count() + l.o.elem_count() + l.post_norm.elem_count();
+            n += l.gate_up.elem_count() + l.down.elem_count() + l.qkv_bias.as_ref().map_or(0, |b| b.elem_count());
+        }
+        n * self.dtype.size_in_bytes()
+    }
+
+    /// A decode state for `batch` sequences: KV caches, positions, sampler, all zero and
+    /// inactive.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a zero batch; candle's error if allocation fails.
+    pub fn new_state(&self, batch: usize) -> Result<DecodeState> {
+        DecodeState::new(self, batch)
+    }
+
+    /// One decode step for every row of `state`: reads each row's token and position from
+    /// the device, writes its KV cache at that position, draws the next token into
+    /// `state.tokens()`, advances the position, and copies the logits into
+    /// `state.logits()`. Capturable as it is: nothing here reads a host value that changes
+    /// between steps.
+    ///
+    /// # Errors
+    /// candle's, or [`Error::BadOperands`] if `state` was made for another model.
+    pub fn step(&self, state: &DecodeState) -> Result<()> {
+        self.forward(state.tokens(), state, 1, true)
+    }
+
+    /// Runs `tokens_per_row` tokens of every row (`tokens`: u32 `[batch * tokens_per_row]`,
+    /// row-major) from each row's device position; with `sample`, draws each row's next
+    /// token from its last logits and advances its position by `tokens_per_row`.
+    pub(crate) fn forward(
+        &self,
+        tokens: &Tensor,
+        state: &DecodeState,
+        tokens_per_row: usize,
+        sample: bool,
+    ) -> Result<()> {
+        let b = state.batch();
+        let cfg = &self.cfg;
+        let n = b * tokens_per_row;
+        if state.caches().len() != self.layers.len() {
+            return Err(Error::operands("Model::step", "the state was made for a model with another number of layers"));
+        }
+        let eps = cfg.rms_norm_eps;
+        let scale = 1.0 / (cfg.head_dim as f32).sqrt();
+        let x = self.embed.index_select(tokens, 0)?; // [n, hidden]
+        let (mut res, mut h) = decode::add_rms_norm(&x, None, &self.layers[0].input_norm, eps)?;
+        for (i, l) in self.layers.iter().enumerate() {
+            let qkv = h.matmul(&l.qkv.t()?)?;
+            let q = decode::qkv_rope_write(
+                &qkv,
+                l.qkv_bias.as_ref(),
+                &self.rope,
+                state.pos(),
+                Some(state.active()),
+                &state.caches()[i],
+                state.overflow(),
+                cfg.num_attention_heads,
+            )?;
+            let att = decode::attention(&q, &state.caches()[i], state.pos(), scale)?.reshape((n, cfg.q_width()))?;
+            let o = att.matmul(&l.o.t()?)?;
+            let (r, hh) = decode::add_rms_norm(&res, Some(&o), &l.post_norm, eps)?;
+            let m = decode::silu_mul(&hh.matmul(&l.gate_up.t()?)?)?;
+            let d = m.matmul(&l.down.t()?)?;
+            let next_norm = self.layers.get(i + 1).map_or(&self.norm, |l| &l.input_norm);
+            (res, h) = decode::add_rms_norm(&r, Some(&d), next_norm, eps)?;
+        }
+        if !sample {
+            return Ok(());
+        }
+        let last = if tokens_per_row == 1 {
+            h
+        } else {
+            h.reshape((b, tokens_per_row, cfg.hidden_size))?
+                .narrow(1, tokens_per_row - 1, 1)?
+                .reshape((b, cfg.hidden_size))?
+        };
+        let logits = last.matmul(&self.lm_head.t()?)?;
+        state.keep_logits(&logits)?;
+        state.sampler().sample(&logits, state.tokens(), state.pos(), Some(state.active()), tokens_per_row as u32)
+    }
+
+    /// Prefills row `row` of `state` with `prompt` (eagerly, in chunks of up to 256
+    /// tokens): resets the row, writes its KV cache for positions `0..prompt.len()`, draws
+    /// its first generated token into `state.tokens()` and marks it active.
+    ///
+    /// # Errors
+    /// [`Error::PromptTooLong`] for a prompt longer than the cache (before any work);
+    /// [`Error::InvalidArgument`] for an empty prompt, a row outside the batch, or a token
+    /// id outside the vocabulary.
+    pub fn prefill(&self, state: &DecodeState, row: usize, prompt: &[u32]) -> Result<()> {
+        if prompt.is_empty() {
+            return Err(Error::invalid("prompt length", 0, "at least 1 token"));
+        }
+        if prompt.len() > self.max_seq {
+            return Err(Error::PromptTooLong { len: prompt.len(), max_seq: self.max_seq });
+        }
+        if let Some(&t) = prompt.iter().find(|&&t| t as usize >= self.cfg.vocab_size) {
+            return Err(Error::invalid("token id", t, format!("below the vocabulary size {}", self.cfg.vocab_size)));
+        }
+        let s = state.rows(row, 1)?;
+        s.set_row(0, 0, true)?;
+        const CHUNK: usize = 256;
+        let mut start = 0;
+        while start < prompt.len() {
+            let end = (start + CHUNK).min(prompt.len());
+            let toks = Tensor::new(&prompt[start..end], &self.device)?;
+            let last = end == prompt.len();
+            self.forward(&toks, &s, end - start, last)?;
+            if !last {
+                s.set_row(0, end as u32, true)?;
+            }
+            start = end;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,176 @@
+//! Everything a decode step reads and writes besides the weights, allocated once.
+
+use candle_core::{DType, Tensor};
+
+use super::Model;
+use crate::decode::{KvCache, Sampler};
+use crate::error::{Error, Result};
+
+/// Per-sequence device state for `batch` rows: the input token, the position, whether the
+/// row is active, the overflow flag, each layer's KV cache, the sampler and the last
+/// logits. A captured step reads and writes only these, so replaying it decodes the next
+/// token of every row.
+///
+/// [`rows`](Self::rows) gives a view of some rows sharing the same memory: a smaller batch
+/// bucket, or one sequence to prefill. Cloning is cheap and shares the tensors.
+#[derive(Clone, Debug)]
+pub struct DecodeState {
+    tokens: Tensor,
+    pos: Tensor,
+    active: Tensor,
+    overflow: Tensor,
+    caches: Vec<KvCache>,
+    sampler: Sampler,
+    /// `[full batch, vocab]`, and the first row of this view.
+    logits: Tensor,
+    row0: usize,
+    batch: usize,
+}
+
+impl DecodeState {
+    pub(crate) fn new(model: &Model, batch: usize) -> Result<Self> {
+        if batch == 0 {
+            return Err(Error::invalid("batch", 0, "at least 1"));
+        }
+        let cfg = model.config();
+        let dev = model.device();
+        let zeros = || Tensor::zeros(batch, DType::U32, dev);
+        let caches = (0..cfg.num_hidden_layers)
+            .map(|_| KvCache::new(batch, cfg.num_key_value_heads, model.max_seq(), cfg.head_dim, model.dtype(), dev))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Self {
+            tokens: zeros()?,
+            pos: zeros()?,
+            active: zeros()?,
+            overflow: zeros()?,
+            caches,
+            sampler: Sampler::new(batch, dev)?,
+            logits: Tensor::zeros((batch, cfg.vocab_size), model.dtype(), dev)?,
+            row0: 0,
+            batch,
+        })
+    }
+
+    /// Rows.
+    pub fn batch(&self) -> usize {
+        self.batch
+    }
+    /// Each row's input token (u32 `[batch]`), overwritten by the step with the next one.
+    pub fn tokens(&self) -> &Tensor {
+        &self.tokens
+    }
+    /// Each row's position: where its input token goes (u32 `[batch]`).
+    pub fn pos(&self) -> &Tensor {
+        &self.pos
+    }
+    /// 1 for rows that decode, 0 for rows that change nothing (padding, finished).
+    pub fn active(&self) -> &Tensor {
+        &self.active
+    }
+    /// Set to 1 for a row whose position reached the end of its cache.
+    pub fn overflow(&self) -> &Tensor {
+        &self.overflow
+    }
+    /// Each layer's KV cache.
+    pub fn caches(&self) -> &[KvCache] {
+        &self.caches
+    }
+    /// The sampler.
+    pub fn sampler(&self) -> &Sampler {
+        &self.sampler
+    }
+    /// The sampler's generator state, u32 `[batch, 4]`: seed (low, high), counter (low,
+    /// high). For tests and tools; [`Sampler::set`] is the way to seed a row.
+    pub fn sampler_state(&self) -> &Tensor {
+        self.sampler.state()
+    }
+    /// The last step's logits of these rows, `[batch, vocab]`.
+    ///
+    /// # Errors
+    /// candle's.
+    pub fn logits(&self) -> Result<Tensor> {
+        Ok(self.logits.narrow(0, self.row0, self.batch)?)
+    }
+
+    pub(crate) fn keep_logits(&self, logits: &Tensor) -> Result<()> {
+        Ok(self.logits.slice_set(logits, 0, self.row0)?)
+    }
+
+    /// Rows `start .. start + len`, sharing memory with `self`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for rows outside the batch.
+    pub fn rows(&self, start: usize, len: usize) -> Result<Self> {
+        if len == 0 || start + len > self.batch {
+            return Err(Error::invalid(
+                "state rows",
+                format!("{start}..{}", start + len),
+                format!("within 0..{}", self.batch),
+            ));
+        }
+        let n = |t: &Tensor| t.narrow(0, start, len);
+        Ok(Self {
+            tokens: n(&self.tokens)?,
+            pos: n(&self.pos)?,
+            active: n(&self.active)?,
+            overflow: n(&self.overflow)?,
+            caches: self.caches.iter().map(|c| c.rows(start, len)).collect::<Result<_>>()?,
+            sampler: self.sampler.rows(start, len)?,
+            logits: self.logits.clone(),
+            row0: self.row0 + start,
+            batch: len,
+        })
+    }
+
+    /// Sets row `row`'s position and activity and clears its overflow flag (an eager
+    /// upload, between steps).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a row outside the batch.
+    pub fn set_row(&self, row: usize, pos: u32, active: bool) -> Result<()> {
+        if row >= self.batch {
+            return Err(Error::invalid("state row", row, format!("below the batch, {}", self.batch)));
+        }
+        let dev = self.pos.device();
+        self.pos.slice_set(&Tensor::new(&[pos], dev)?, 0, row)?;
+        self.active.slice_set(&Tensor::new(&[active as u32], dev)?, 0, row)?;
+        self.overflow.slice_set(&Tensor::new(&[0u32], dev)?, 0, row)?;
+        Ok(())
+    }
+
+    /// Sets row `row`'s input token (an eager upload).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a row outside the batch.
+    pub fn set_token(&self, row: usize, token: u32) -> Result<()> {
+        if row >= self.batch {
+            return Err(Error::invalid("state row", row, format!("below the batch, {}", self.batch)));
+        }
+        self.tokens.slice_set(&Tensor::new(&[token], self.tokens.device())?, 0, row)?;
+        Ok(())
+    }
+
+    /// Reads each row's token (waits for the device).
+    ///
+    /// # Errors
+    /// candle's.
+    pub fn read_tokens(&self) -> Result<Vec<u32>> {
+        Ok(self.tokens.to_vec1::<u32>()?)
+    }
+
+    /// Reads each row's position (waits for the device).
+    ///
+    /// # Errors
+    /// candle's.
+    pub fn read_pos(&self) -> Result<Vec<u32>> {
+        Ok(self.pos.to_vec1::<u32>()?)
+    }
+
+    /// Reads each row's overflow flag (waits for the device).
+    ///
+    /// # Errors
+    /// candle's.
+    pub fn read_overflow(&self) -> Result<Vec<bool>> {
+        Ok(self.overflow.to_vec1::<u32>()?.into_iter().map(|v| v != 0).collect())
+    }
+}

@@ -1,0 +1,474 @@
+//! The capture-ready decode layers (issue #21 part 1) against plain candle references, on
+//! candle's CPU device (CI) and on CUDA (the `_gpu` twins, run on the GPU machine): rotary
+//! embedding at device positions in both layouts, the fused QKV + rope + KV-cache write,
+//! attention over each row's prefix with grouped-query heads, residual + RMSNorm, SwiGLU,
+//! and sampling whose random state lives in device memory. Each in f32, f16 and bf16.
+
+mod common;
+
+use candle_core::{DType, Device, IndexOp, Tensor, D};
+use capture_candle::decode::{self, KvCache, RopeLayout, RopeTable, Sampler, SamplingParams};
+use capture_candle::Error;
+use common::*;
+
+const DTYPES: [DType; 3] = [DType::F32, DType::F16, DType::BF16];
+
+/// candle-nn's rope on `[1, H, T, D]` with the table rows `p .. p + T`.
+fn reference_rope(x: &Tensor, table: &RopeTable, p: usize, layout: RopeLayout) -> Tensor {
+    let x = &x.contiguous().unwrap();
+    let (_, _, t, d) = x.dims4().unwrap();
+    let rows = table.table().narrow(0, p, t).unwrap();
+    let cos = rows.narrow(1, 0, d / 2).unwrap().contiguous().unwrap();
+    let sin = rows.narrow(1, d / 2, d / 2).unwrap().contiguous().unwrap();
+    match layout {
+        RopeLayout::Halves => candle_nn::rotary_emb::rope(x, &cos, &sin).unwrap(),
+        _ => candle_nn::rotary_emb::rope_i(x, &cos, &sin).unwrap(),
+    }
+}
+
+fn rope_at_device_positions(dev: &Device) {
+    let (b, t, h, d, s) = (3, 2, 4, 16, 40);
+    for layout in [RopeLayout::Halves, RopeLayout::Interleaved] {
+        let table = RopeTable::new(d, s, 10_000.0, None, layout, dev).unwrap();
+        let cpu_table = RopeTable::new(d, s, 10_000.0, None, layout, &Device::Cpu).unwrap();
+        let pos = [0u32, 7, 31];
+        for dtype in DTYPES {
+            let x = rand(&[b, t, h * d], dtype, dev, 1);
+            let got = decode::rope(&x, h, &table, &u32t(&pos, dev)).unwrap();
+            assert_eq!(got.dims(), [b, h, t, d]);
+            let x32 = x.to_device(&Device::Cpu).unwrap().to_dtype(DType::F32).unwrap();
+            for (row, &p) in pos.iter().enumerate() {
+                let xr = x32
+                    .i(row)
+                    .unwrap()
+                    .reshape((t, h, d))
+                    .unwrap()
+                    .transpose(0, 1)
+                    .unwrap()
+                    .unsqueeze(0)
+                    .unwrap()
+                    .contiguous()
+                    .unwrap();
+                let want = reference_rope(&xr, &cpu_table, p as usize, layout);
+                let e = rel_err(&f32s(&got.i(row).unwrap()), &f32s(&want));
+                assert!(e < tol(dtype), "{layout:?} {dtype:?} row {row}: rel err {e}");
+            }
+        }
+    }
+}
+
+#[test]
+fn rope_at_device_positions_matches_candle_rope() {
+    rope_at_device_positions(&Device::Cpu);
+}
+#[test]
+#[ignore = "needs a CUDA device"]
+fn rope_at_device_positions_matches_candle_rope_gpu() {
+    if let Some(d) = gpu() {
+        rope_at_device_positions(&d);
+    }
+}
+
+#[test]
+fn llama3_scaling_follows_the_published_formula() {
+    let s = decode::Llama3Scaling {
+        factor: 32.0,
+        low_freq_factor: 1.0,
+        high_freq_factor: 4.0,
+        original_max_position_embeddings: 8192,
+    };
+    let plain = RopeTable::inv_freq(64, 500_000.0, None);
+    let scaled = RopeTable::inv_freq(64, 500_000.0, Some(&s));
+    // High frequencies (short wavelengths) are kept, the lowest divided by the factor.
+    assert_eq!(scaled[0], plain[0]);
+    assert!((scaled[31] - plain[31] / 32.0).abs() < 1e-12 * plain[31]);
+    // In between, a smooth mix of the two.
+    for (p, q) in plain.iter().zip(&scaled) {
+        assert!(*q <= *p && *q >= p / 32.0 - 1e-18);
+    }
+}
+
+/// The fused op: queries roped out, keys roped and values copied into the cache at each
+/// row's position, nothing written for an inactive row or past the cache.
+fn qkv_rope_write(dev: &Device) {
+    let (b, t, nq, nk, d, s) = (3, 2, 4, 2, 8, 10);
+    let table = RopeTable::new(d, s, 10_000.0, None, RopeLayout::Halves, dev).unwrap();
+    for dtype in DTYPES {
+        let cache = KvCache::new(b, nk, s, d, dtype, dev).unwrap();
+        let w = (nq + 2 * nk) * d;
+        let qkv = rand(&[b, t, w], dtype, dev, 2);
+        let bias = rand(&[w], dtype, dev, 3);
+        let pos = u32t(&[0, 4, 9], dev); // row 2: token 1 lands at 10, past the cache
+        let active = u32t(&[1, 0, 1], dev);
+        let overflow = u32t(&[0, 0, 0], dev);
+        let q = decode::qkv_rope_write(&qkv, Some(&bias), &table, &pos, Some(&active), &cache, &overflow, nq).unwrap();
+        assert_eq!(overflow.to_vec1::<u32>().unwrap(), [0, 0, 1], "{dtype:?}");
+        let x = (qkv
+            .to_device(&Device::Cpu)
+            .unwrap()
+            .to_dtype(DType::F32)
+            .unwrap()
+            .broadcast_add(&bias.to_device(&Device::Cpu).unwrap().to_dtype(DType::F32).unwrap()))
+        .unwrap();
+        let cpu_table = RopeTable::new(d, s, 10_000.0, None, RopeLayout::Halves, &Device::Cpu).unwrap();
+        let (kc, vc) = (f32s(cache.k()), f32s(cache.v()));
+        for (row, p) in [0usize, 4, 9].into_iter().enumerate() {
+            let heads = |from: usize, n: usize| {
+                x.i(row)
+                    .unwrap()
+                    .narrow(1, from * d, n * d)
+                    .unwrap()
+                    .reshape((t, n, d))
+                    .unwrap()
+                    .transpose(0, 1)
+                    .unwrap()
+                    .unsqueeze(0)
+                    .unwrap()
+                    .contiguous()
+                    .unwrap()
+            };
+            let tt = if p + t > s { s - p } else { t };
+            let want_q = reference_rope(&heads(0, nq).narrow(2, 0, tt).unwrap(), &cpu_table, p, RopeLayout::Halves);
+            let e = rel_err(&f32s(&q.i(row).unwrap().narrow(1, 0, tt).unwrap().contiguous().unwrap()), &f32s(&want_q));
+            assert!(e < tol(dtype), "{dtype:?} q row {row}: {e}");
+            let want_k =
+                f32s(&reference_rope(&heads(nq, nk).narrow(2, 0, tt).unwrap(), &cpu_table, p, RopeLayout::Halves));
+            let want_v = f32s(&heads(nq + nk, nk).narrow(2, 0, tt).unwrap().contiguous().unwrap());
+            for h in 0..nk {
+                for pp in 0..s {
+                    let written = row != 1 && pp >= p && pp < p + tt;
+                    for e in 0..d {
+                        let at = ((row * nk + h) * s + pp) * d + e;
+                        if written {
+                            let i = (h * tt + (pp - p)) * d + e;
+                            let tolv = 0.02 * want_k[i].abs().max(1.0);
+                            assert!(
+                                (kc[at] - want_k[i]).abs() <= tolv,
+                                "{dtype:?} k row {row} head {h} pos {pp}: {} vs {}",
+                                kc[at],
+                                want_k[i]
+                            );
+                            assert!((vc[at] - want_v[i]).abs() <= 0.02 * want_v[i].abs().max(1.0), "{dtype:?} v");
+                        } else {
+                            assert_eq!(
+                                (kc[at], vc[at]),
+                                (0.0, 0.0),
+                                "{dtype:?} row {row} pos {pp}: written but should not be"
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn qkv_rope_write_writes_only_the_new_slots() {
+    qkv_rope_write(&Device::Cpu);
+}
+#[test]
+#[ignore = "needs a CUDA device"]
+fn qkv_rope_write_writes_only_the_new_slots_gpu() {
+    if let Some(d) = gpu() {
+        qkv_rope_write(&d);
+    }
+}
+
+/// Plain attention with candle ops: repeat the KV heads, scores over the prefix, causal
+/// within the new tokens, softmax, weighted values.
+fn reference_attention(q: &Tensor, k: &Tensor, v: &Tensor, pos: &[u32], scale: f64) -> Vec<f32> {
+    let (b, nq, t, d) = q.dims4().unwrap();
+    let nk = k.dims()[1];
+    let cpu = |x: &Tensor| x.to_device(&Device::Cpu).unwrap().to_dtype(DType::F32).unwrap();
+    let (q, k, v) = (cpu(q), cpu(k), cpu(v));
+    let mut out = Vec::new();
+    for row in 0..b {
+        let mut rows = Vec::new();
+        for tt in 0..t {
+            let len = pos[row] as usize + tt + 1;
+            let mut heads = Vec::new();
+            for h in 0..nq {
+                let kh = h / (nq / nk);
+                let qv = q.i((row, h, tt)).unwrap().reshape((1, d)).unwrap();
+                let kk = k.i((row, kh)).unwrap().narrow(0, 0, len).unwrap();
+                let vv = v.i((row, kh)).unwrap().narrow(0, 0, len).unwrap();
+                let sc = (qv.matmul(&kk.t().unwrap()).unwrap() * scale).unwrap();
+                let p = candle_nn::ops::softmax(&sc, D::Minus1).unwrap();
+                heads.push(p.matmul(&vv).unwrap().flatten_all().unwrap());
+            }
+            rows.push(Tensor::cat(&heads, 0).unwrap());
+        }
+        out.extend(f32s(&Tensor::cat(&rows, 0).unwrap()));
+    }
+    out
+}
+
+fn attention(dev: &Device) {
+    let (b, nq, nk, d, s) = (3, 8, 2, 16, 300);
+    for (t, pos) in [(1usize, [0u32, 129, 298]), (3, [5, 127, 200])] {
+        for dtype in DTYPES {
+            let cache = KvCache::new(b, nk, s, d, dtype, dev).unwrap();
+            cache.k().slice_set(&rand(&[b, nk, s, d], dtype, dev, 4), 0, 0).unwrap();
+            cache.v().slice_set(&rand(&[b, nk, s, d], dtype, dev, 5), 0, 0).unwrap();
+            let q = rand(&[b, nq, t, d], dtype, dev, 6);
+            let scale = 1.0 / (d as f64).sqrt();
+            let got = decode::attention(&q, &cache, &u32t(&pos, dev), scale as f32).unwrap();
+            assert_eq!(got.dims(), [b, t, nq * d]);
+            let want = reference_attention(&q, cache.k(), cache.v(), &pos, scale);
+            let e = rel_err(&f32s(&got), &want);
+            assert!(e < tol(dtype) * 2.0, "t={t} {dtype:?}: rel err {e}");
+        }
+    }
+}
+
+#[test]
+fn attention_over_the_valid_prefix_matches_plain_attention() {
+    attention(&Device::Cpu);
+}
+#[test]
+#[ignore = "needs a CUDA device"]
+fn attention_over_the_valid_prefix_matches_plain_attention_gpu() {
+    if let Some(d) = gpu() {
+        attention(&d);
+    }
+}
+
+fn norm_and_swiglu(dev: &Device) {
+    for dtype in DTYPES {
+        let x = rand(&[3, 200], dtype, dev, 7);
+        let dx = rand(&[3, 200], dtype, dev, 8);
+        let w = rand(&[200], dtype, dev, 9).affine(0.1, 1.0).unwrap();
+        let (sum, y) = decode::add_rms_norm(&x, Some(&dx), &w, 1e-5).unwrap();
+        let cpu = |t: &Tensor| t.to_device(&Device::Cpu).unwrap().to_dtype(DType::F32).unwrap();
+        let want_sum = (cpu(&x) + cpu(&dx)).unwrap();
+        let want_y = candle_nn::ops::rms_norm(&want_sum, &cpu(&w), 1e-5).unwrap();
+        assert!(rel_err(&f32s(&sum), &f32s(&want_sum)) < tol(dtype), "{dtype:?} sum");
+        assert!(rel_err(&f32s(&y), &f32s(&want_y)) < tol(dtype), "{dtype:?} norm");
+        let (same, y0) = decode::add_rms_norm(&x, None, &w, 1e-5).unwrap();
+        assert_eq!(f32s(&same), f32s(&x));
+        let want0 = candle_nn::ops::rms_norm(&cpu(&x), &cpu(&w), 1e-5).unwrap();
+        assert!(rel_err(&f32s(&y0), &f32s(&want0)) < tol(dtype), "{dtype:?} norm without residual");
+
+        let gu = rand(&[4, 2 * 96], dtype, dev, 10);
+        let got = decode::silu_mul(&gu).unwrap();
+        let g = cpu(&gu.narrow(1, 0, 96).unwrap());
+        let u = cpu(&gu.narrow(1, 96, 96).unwrap());
+        let want = (candle_nn::ops::silu(&g).unwrap() * u).unwrap();
+        assert!(rel_err(&f32s(&got), &f32s(&want)) < tol(dtype), "{dtype:?} swiglu");
+    }
+}
+
+#[test]
+fn residual_rms_norm_and_swiglu_match_candle() {
+    norm_and_swiglu(&Device::Cpu);
+}
+#[test]
+#[ignore = "needs a CUDA device"]
+fn residual_rms_norm_and_swiglu_match_candle_gpu() {
+    if let Some(d) = gpu() {
+        norm_and_swiglu(&d);
+    }
+}
+
+/// Logits with a clear order: token i has logit `scale * i`, so the top-k and top-p sets
+/// are known.
+fn ordered_logits(b: usize, v: usize, dtype: DType, dev: &Device, scale: f32) -> Tensor {
+    let x: Vec<f32> = (0..b * v).map(|i| (i % v) as f32 * scale).collect();
+    Tensor::from_vec(x, (b, v), &Device::Cpu).unwrap().to_dtype(dtype).unwrap().to_device(dev).unwrap()
+}
+
+fn sampling(dev: &Device) {
+    let (b, v) = (4, 1000);
+    for dtype in DTYPES {
+        // Spaced 1/64 apart: exact in f16 and bf16 near 0? Not near 15: compare by rank.
+        let logits = ordered_logits(b, v, dtype, dev, 1.0 / 64.0);
+        let sampler = Sampler::new(b, dev).unwrap();
+        let tokens = u32t(&[0; 4], dev);
+        let pos = u32t(&[5, 6, 7, 8], dev);
+        let active = u32t(&[1, 1, 1, 0], dev);
+        // Row 0 greedy; row 1 top-k 3; row 2 top-p 0.05 at a low temperature; row 3 inactive.
+        sampler.set(1, &SamplingParams::new(1.0, 3, 1.0).unwrap(), 11).unwrap();
+        sampler.set(2, &SamplingParams::new(0.5, 0, 0.05).unwrap(), 12).unwrap();
+        sampler.set(3, &SamplingParams::new(1.0, 0, 1.0).unwrap(), 13).unwrap();
+        let mut seen1 = std::collections::BTreeSet::new();
+        for step in 0..60u32 {
+            sampler.sample(&logits, &tokens, &pos, Some(&active), 1).unwrap();
+            let t = tokens.to_vec1::<u32>().unwrap();
+            let top = f32s(&logits.i(0).unwrap());
+            let best = top.iter().copied().fold(f32::MIN, f32::max);
+            let first_best = top.iter().position(|x| *x == best).unwrap() as u32;
+            assert_eq!(t[0], first_best, "{dtype:?}: greedy takes the first largest");
+            // The three largest distinct values (rounding may tie several tokens on each).
+            let mut distinct: Vec<f32> = top.clone();
+            distinct.sort_by(|a, b| b.total_cmp(a));
+            distinct.dedup();
+            let third = distinct[2];
+            assert!(top[t[1] as usize] >= third, "{dtype:?}: top-k 3 keeps the three largest (token {})", t[1]);
+            seen1.insert(t[1]);
+            // At temperature 0.5 the top ~3% of the spacing's mass is in the few largest.
+            assert!(
+                top[t[2] as usize] >= distinct[8],
+                "{dtype:?}: top-p 0.05 keeps only the few largest (token {})",
+                t[2]
+            );
+            assert_eq!(t[3], 0, "an inactive row is not written");
+            assert_eq!(pos.to_vec1::<u32>().unwrap(), [6 + step, 7 + step, 8 + step, 8]);
+        }
+        assert!(seen1.len() >= 2, "{dtype:?}: top-k 3 draws more than one value in 60 draws ({seen1:?})");
+        assert_eq!(sampler.counter(0).unwrap(), 0, "greedy draws nothing");
+        assert_eq!(sampler.counter(1).unwrap(), 60, "each draw advances the row's counter on the device");
+        assert_eq!(sampler.counter(3).unwrap(), 0, "an inactive row's generator stays");
+    }
+}
+
+#[test]
+fn sampling_keeps_top_k_and_top_p_and_advances_on_the_device() {
+    sampling(&Device::Cpu);
+}
+#[test]
+#[ignore = "needs a CUDA device"]
+fn sampling_keeps_top_k_and_top_p_and_advances_on_the_device_gpu() {
+    if let Some(d) = gpu() {
+        sampling(&d);
+    }
+}
+
+/// Draws a sequence of `n` tokens from fixed logits with `seed`.
+fn draws(dev: &Device, seed: u64, n: usize) -> Vec<u32> {
+    let logits = rand(&[1, 500], DType::F32, dev, 20);
+    let logits = (logits * 3.0).unwrap();
+    let s = Sampler::new(1, dev).unwrap();
+    s.set(0, &SamplingParams::new(1.0, 50, 0.9).unwrap(), seed).unwrap();
+    let (tok, pos) = (u32t(&[0], dev), u32t(&[0], dev));
+    (0..n)
+        .map(|_| {
+            s.sample(&logits, &tok, &pos, None, 1).unwrap();
+            tok.to_vec1::<u32>().unwrap()[0]
+        })
+        .collect()
+}
+
+fn seeds(dev: &Device) {
+    let a = draws(dev, 1, 40);
+    assert_eq!(a, draws(dev, 1, 40), "the same seed draws the same tokens");
+    assert_ne!(a, draws(dev, 2, 40), "another seed draws others");
+    let distinct: std::collections::BTreeSet<_> = a.iter().collect();
+    assert!(distinct.len() > 5, "draws vary from step to step: {a:?}");
+}
+
+#[test]
+fn the_same_seed_draws_the_same_tokens() {
+    seeds(&Device::Cpu);
+}
+#[test]
+#[ignore = "needs a CUDA device"]
+fn the_same_seed_draws_the_same_tokens_gpu() {
+    if let Some(d) = gpu() {
+        seeds(&d);
+        // The kernel and the CPU reference draw the same tokens (the same fixed-point
+        // algorithm; exp may differ in the last bit, so allow a rare boundary difference).
+        let (g, c) = (draws(&d, 3, 64), draws(&Device::Cpu, 3, 64));
+        let same = g.iter().zip(&c).filter(|(a, b)| a == b).count();
+        assert!(same >= 62, "GPU and CPU draws: {same}/64 equal\n{g:?}\n{c:?}");
+    }
+}
+
+#[test]
+fn bad_sampling_parameters_are_typed_errors() {
+    for (t, k, p) in
+        [(f32::NAN, 0, 1.0), (-1.0, 0, 1.0), (f32::INFINITY, 0, 1.0), (1.0, 0, 0.0), (1.0, 0, 1.5), (1.0, 1 << 25, 1.0)]
+    {
+        let e = SamplingParams::new(t, k, p).unwrap_err();
+        assert!(matches!(e, Error::InvalidArgument { .. }), "{e}");
+        assert!(e.to_string().contains("expected"), "{e}");
+    }
+    let s = Sampler::new(2, &Device::Cpu).unwrap();
+    assert!(matches!(s.set(2, &SamplingParams::GREEDY, 0), Err(Error::InvalidArgument { .. })));
+}
+
+#[test]
+fn mismatched_operands_are_typed_errors() {
+    let dev = Device::Cpu;
+    let cache = KvCache::new(2, 2, 8, 4, DType::F32, &dev).unwrap();
+    let table = RopeTable::new(4, 8, 10_000.0, None, RopeLayout::Halves, &dev).unwrap();
+    let (pos, of) = (u32t(&[0, 0], &dev), u32t(&[0, 0], &dev));
+    // Wrong width, wrong dtype, wrong position shape.
+    let bad = [
+        decode::qkv_rope_write(
+            &Tensor::zeros((2, 1, 20), DType::F32, &dev).unwrap(),
+            None,
+            &table,
+            &pos,
+            None,
+            &cache,
+            &of,
+            2,
+        ),
+        decode::qkv_rope_write(
+            &Tensor::zeros((2, 1, 24), DType::F16, &dev).unwrap(),
+            None,
+            &table,
+            &pos,
+            None,
+            &cache,
+            &of,
+            4,
+        ),
+        decode::qkv_rope_write(
+            &Tensor::zeros((2, 1, 24), DType::F32, &dev).unwrap(),
+            None,
+            &table,
+            &u32t(&[0], &dev),
+            None,
+            &cache,
+            &of,
+            4,
+        ),
+    ];
+    for r in bad {
+        let e = r.unwrap_err();
+        assert!(matches!(e, Error::BadOperands { .. }), "{e}");
+    }
+    let q = Tensor::zeros((2, 40, 1, 4), DType::F32, &dev).unwrap();
+    let e = decode::attention(&q, &cache, &pos, 1.0).unwrap_err();
+    assert!(e.to_string().contains("at most 16"), "{e}");
+    let e = decode::silu_mul(&Tensor::zeros((2, 5), DType::F32, &dev).unwrap()).unwrap_err();
+    assert!(matches!(e, Error::BadOperands { .. }), "{e}");
+    let e = decode::add_rms_norm(
+        &Tensor::zeros((2, 4), DType::U32, &dev).unwrap(),
+        None,
+        &Tensor::zeros(4, DType::U32, &dev).unwrap(),
+        1e-5,
+    )
+    .unwrap_err();
+    assert!(matches!(e, Error::BadOperands { .. }), "{e}");
+    assert!(matches!(KvCache::new(0, 1, 1, 2, DType::F32, &dev), Err(Error::InvalidArgument { .. })));
+    assert!(matches!(RopeTable::new(3, 8, 1e4, None, RopeLayout::Halves, &dev), Err(Error::InvalidArgument { .. })));
+}
+
+/// `KvCache::write` (no rope) writes at each row's position and flags a write past the end.
+fn cache_write(dev: &Device) {
+    let cache = KvCache::new(2, 1, 4, 2, DType::F32, dev).unwrap();
+    let k = Tensor::new(&[[[1f32, 2.0]], [[3.0, 4.0]]], dev).unwrap();
+    let v = (&k * 10.0).unwrap();
+    let of = u32t(&[0, 0], dev);
+    cache.write(&k, &v, &u32t(&[1, 4], dev), None, &of).unwrap();
+    assert_eq!(of.to_vec1::<u32>().unwrap(), [0, 1]);
+    let kc = f32s(cache.k());
+    assert_eq!(&kc[..8], &[0., 0., 1., 2., 0., 0., 0., 0.]);
+    assert!(kc[8..].iter().all(|x| *x == 0.0), "nothing is written past the cache");
+    assert_eq!(&f32s(cache.v())[..8], &[0., 0., 10., 20., 0., 0., 0., 0.]);
+}
+
+#[test]
+fn kv_cache_write_touches_only_the_new_slot() {
+    cache_write(&Device::Cpu);
+}
+#[test]
+#[ignore = "needs a CUDA device"]
+fn kv_cache_write_touches_only_the_new_slot_gpu() {
+    if let Some(d) = gpu() {
+        cache_write(&d);
+    }
+}

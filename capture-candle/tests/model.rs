@@ -1,0 +1,341 @@
+//! The Llama and Qwen2 models (issue #21 parts 2 and 3): configs from `config.json`, weights
+//! from safetensors in the Hugging Face layout (with typed errors naming the tensor), and the
+//! model's prefill and decode steps against a plain candle reference forward — full causal
+//! attention, candle-nn's rope, repeated KV heads — on candle's CPU device (and on CUDA in
+//! the `_gpu` twins).
+
+mod common;
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+use candle_core::{DType, Device, IndexOp, Tensor, D};
+use capture_candle::decode::{RopeTable, SamplingParams};
+use capture_candle::model::{Config, Family, Model};
+use capture_candle::Error;
+use common::*;
+
+const LLAMA_JSON: &str = r#"{
+  "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_act": "silu",
+  "hidden_size": 2048, "intermediate_size": 8192, "num_hidden_layers": 16,
+  "num_attention_heads": 32, "num_key_value_heads": 8, "head_dim": 64, "vocab_size": 128256,
+  "rms_norm_eps": 1e-05, "rope_theta": 500000.0, "max_position_embeddings": 131072,
+  "rope_scaling": {"factor": 32.0, "high_freq_factor": 4.0, "low_freq_factor": 1.0,
+                   "original_max_position_embeddings": 8192, "rope_type": "llama3"},
+  "tie_word_embeddings": true, "torch_dtype": "bfloat16", "attention_bias": false, "mlp_bias": false,
+  "bos_token_id": 128000, "eos_token_id": [128001, 128008, 128009]
+}"#;
+
+const QWEN_JSON: &str = r#"{
+  "architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "hidden_act": "silu",
+  "hidden_size": 896, "intermediate_size": 4864, "num_hidden_layers": 24,
+  "num_attention_heads": 14, "num_key_value_heads": 2, "vocab_size": 151936,
+  "rms_norm_eps": 1e-06, "rope_theta": 1000000.0, "max_position_embeddings": 32768,
+  "tie_word_embeddings": true, "torch_dtype": "bfloat16", "use_sliding_window": false,
+  "bos_token_id": 151643, "eos_token_id": 151645
+}"#;
+
+#[test]
+fn configs_are_read_from_hugging_face_config_json() {
+    let l = Config::from_json(LLAMA_JSON).unwrap();
+    assert_eq!(l, Config::llama_3_2_1b());
+    let q = Config::from_json(QWEN_JSON).unwrap();
+    assert_eq!((q.family, q.qkv_bias, q.head_dim, q.rope_theta), (Family::Qwen2, true, 64, 1e6));
+    assert_eq!(q.eos_token_ids, [151_645]);
+}
+
+#[test]
+fn unsupported_or_broken_configs_name_the_field() {
+    let cases = [
+        (LLAMA_JSON.replace("\"llama3\"", "\"yarn\""), "rope_scaling.rope_type"),
+        (LLAMA_JSON.replace("\"silu\"", "\"gelu\""), "hidden_act"),
+        (LLAMA_JSON.replace("\"model_type\": \"llama\"", "\"model_type\": \"mistral\""), "model_type"),
+        (QWEN_JSON.replace("\"use_sliding_window\": false", "\"use_sliding_window\": true"), "use_sliding_window"),
+        (LLAMA_JSON.replace("\"num_key_value_heads\": 8", "\"num_key_value_heads\": 5"), "num_key_value_heads"),
+        (LLAMA_JSON.replace("\"bfloat16\"", "\"int8\""), "torch_dtype"),
+    ];
+    for (json, field) in cases {
+        match Config::from_json(&json) {
+            Err(Error::UnsupportedConfig { field: f, .. }) => assert_eq!(f, field),
+            other => panic!("{field}: expected UnsupportedConfig, got {other:?}"),
+        }
+    }
+    let e = Config::from_json(&LLAMA_JSON.replace("\"vocab_size\": 128256,", "")).unwrap_err();
+    assert!(matches!(&e, Error::Config(m) if m.contains("vocab_size")), "{e}");
+    assert!(matches!(Config::from_json("{not json"), Err(Error::Config(_))));
+    assert!(matches!(Config::named("gpt-2"), Err(Error::InvalidArgument { .. })));
+}
+
+/// Random weights of `cfg` in the Hugging Face layout, as named host tensors.
+fn hf_weights(cfg: &Config, seed: u64) -> HashMap<String, Tensor> {
+    let (h, d, nq, nk, i, v) = (
+        cfg.hidden_size,
+        cfg.head_dim,
+        cfg.num_attention_heads,
+        cfg.num_key_value_heads,
+        cfg.intermediate_size,
+        cfg.vocab_size,
+    );
+    let mut m = HashMap::new();
+    let mut n = seed;
+    let mut put = |name: String, shape: &[usize], scale: f32, offset: f32| {
+        n += 1;
+        let t = (rand(shape, DType::F32, &Device::Cpu, n) * scale as f64).unwrap().affine(1.0, offset as f64).unwrap();
+        m.insert(name, t);
+    };
+    put("model.embed_tokens.weight".into(), &[v, h], 0.5, 0.0);
+    for l in 0..cfg.num_hidden_layers {
+        let p = format!("model.layers.{l}");
+        put(format!("{p}.input_layernorm.weight"), &[h], 0.1, 1.0);
+        put(format!("{p}.post_attention_layernorm.weight"), &[h], 0.1, 1.0);
+        for (name, out) in [("q_proj", nq * d), ("k_proj", nk * d), ("v_proj", nk * d)] {
+            put(format!("{p}.self_attn.{name}.weight"), &[out, h], 0.3, 0.0);
+            if cfg.qkv_bias {
+                put(format!("{p}.self_attn.{name}.bias"), &[out], 0.2, 0.0);
+            }
+        }
+        put(format!("{p}.self_attn.o_proj.weight"), &[h, nq * d], 0.3, 0.0);
+        put(format!("{p}.mlp.gate_proj.weight"), &[i, h], 0.3, 0.0);
+        put(format!("{p}.mlp.up_proj.weight"), &[i, h], 0.3, 0.0);
+        put(format!("{p}.mlp.down_proj.weight"), &[h, i], 0.3, 0.0);
+    }
+    put("model.norm.weight".into(), &[h], 0.1, 1.0);
+    if !cfg.tie_word_embeddings {
+        put("lm_head.weight".into(), &[v, h], 0.3, 0.0);
+    }
+    m
+}
+
+fn save(weights: &HashMap<String, Tensor>, dtype: DType, name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("capture-candle-test-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let conv: HashMap<String, Tensor> = weights.iter().map(|(k, t)| (k.clone(), t.to_dtype(dtype).unwrap())).collect();
+    let file = dir.join("model.safetensors");
+    candle_core::safetensors::save(&conv, &file).unwrap();
+    file
+}
+
+/// The plain forward: every token of `tokens` from position 0, full causal attention with
+/// candle ops; returns the logits of every position, `[T, vocab]`, in f32.
+fn reference_logits(cfg: &Config, w: &HashMap<String, Tensor>, tokens: &[u32]) -> Tensor {
+    let g = |n: &str| w[n].clone();
+    let (t, d, nq, nk) = (tokens.len(), cfg.head_dim, cfg.num_attention_heads, cfg.num_key_value_heads);
+    let ids = Tensor::new(tokens, &Device::Cpu).unwrap();
+    let mut x = g("model.embed_tokens.weight").index_select(&ids, 0).unwrap();
+    let inv = RopeTable::inv_freq(d, cfg.rope_theta, cfg.rope_scaling.as_ref());
+    let ang: Vec<f32> = (0..t).flat_map(|p| inv.iter().map(move |f| (p as f64 * f) as f32)).collect();
+    let ang = Tensor::from_vec(ang, (t, d / 2), &Device::Cpu).unwrap();
+    let (cos, sin) = (ang.cos().unwrap(), ang.sin().unwrap());
+    let mask: Vec<f32> =
+        (0..t).flat_map(|i| (0..t).map(move |j| if j > i { f32::NEG_INFINITY } else { 0.0 })).collect();
+    let mask = Tensor::from_vec(mask, (t, t), &Device::Cpu).unwrap();
+    let lin = |x: &Tensor, n: &str| x.matmul(&g(n).t().unwrap()).unwrap();
+    for l in 0..cfg.num_hidden_layers {
+        let p = format!("model.layers.{l}");
+        let h =
+            candle_nn::ops::rms_norm(&x, &g(&format!("{p}.input_layernorm.weight")), cfg.rms_norm_eps as f32).unwrap();
+        let proj = |name: &str, heads: usize| {
+            let mut y = lin(&h, &format!("{p}.self_attn.{name}.weight"));
+            if cfg.qkv_bias {
+                y = y.broadcast_add(&g(&format!("{p}.self_attn.{name}.bias"))).unwrap();
+            }
+            y.reshape((1, t, heads, d)).unwrap().transpose(1, 2).unwrap().contiguous().unwrap()
+        };
+        let q = candle_nn::rotary_emb::rope(&proj("q_proj", nq), &cos, &sin).unwrap();
+        let k = candle_nn::rotary_emb::rope(&proj("k_proj", nk), &cos, &sin).unwrap();
+        let v = proj("v_proj", nk);
+        let rep = |x: Tensor| {
+            Tensor::cat(&(0..nq / nk).map(|_| x.clone()).collect::<Vec<_>>(), 2)
+                .unwrap()
+                .reshape((1, nq, t, d))
+                .unwrap()
+        };
+        let (k, v) = (rep(k), rep(v));
+        let sc = (q.matmul(&k.t().unwrap()).unwrap() / (d as f64).sqrt()).unwrap().broadcast_add(&mask).unwrap();
+        let att = candle_nn::ops::softmax(&sc, D::Minus1).unwrap().matmul(&v).unwrap();
+        let att = att.transpose(1, 2).unwrap().reshape((t, nq * d)).unwrap();
+        x = (x + lin(&att, &format!("{p}.self_attn.o_proj.weight"))).unwrap();
+        let h2 =
+            candle_nn::ops::rms_norm(&x, &g(&format!("{p}.post_attention_layernorm.weight")), cfg.rms_norm_eps as f32)
+                .unwrap();
+        let gate =
+            candle_nn::ops::silu(&h2.matmul(&g(&format!("{p}.mlp.gate_proj.weight")).t().unwrap()).unwrap()).unwrap();
+        let up = h2.matmul(&g(&format!("{p}.mlp.up_proj.weight")).t().unwrap()).unwrap();
+        x = (x + (gate * up).unwrap().matmul(&g(&format!("{p}.mlp.down_proj.weight")).t().unwrap()).unwrap()).unwrap();
+    }
+    let h = candle_nn::ops::rms_norm(&x, &g("model.norm.weight"), cfg.rms_norm_eps as f32).unwrap();
+    let head = if cfg.tie_word_embeddings { "model.embed_tokens.weight" } else { "lm_head.weight" };
+    lin(&h, head)
+}
+
+/// Loads a random checkpoint of `family`, prefills a prompt and decodes greedily, and
+/// compares every step's logits with the reference forward over the sequence so far.
+fn model_matches_reference(family: Family, dev: &Device, dtype: DType) {
+    let mut cfg = Config::tiny(family);
+    cfg.tie_word_embeddings = family == Family::Qwen2; // one of each
+    cfg.torch_dtype = Some(DType::F32);
+    let w = hf_weights(&cfg, 40);
+    let file = save(&w, DType::F32, &format!("{family:?}-{dtype:?}-{}", dev.is_cuda()));
+    let model = Model::from_safetensors(&cfg, &[file], dtype, 64, dev).unwrap();
+    let state = model.new_state(2).unwrap();
+    let prompt = [1u32, 17, 42, 5, 88, 3, 61];
+    // Row 1 holds another sequence, so rows must not mix.
+    model.prefill(&state, 1, &[9, 9, 9]).unwrap();
+    model.prefill(&state, 0, &prompt).unwrap();
+    let mut seq = prompt.to_vec();
+    for step in 0..6 {
+        let want = reference_logits(&cfg, &w, &seq);
+        let want = f32s(&want.i(seq.len() - 1).unwrap());
+        let got = f32s(&state.logits().unwrap().i(0).unwrap());
+        let e = rel_err(&got, &want);
+        let limit = match dtype {
+            DType::F32 => 1e-4,
+            _ => 5e-2,
+        };
+        assert!(e < limit, "{family:?} {dtype:?} step {step}: logits rel err {e}");
+        let next = state.read_tokens().unwrap()[0];
+        if dtype == DType::F32 {
+            let argmax = want.iter().enumerate().max_by(|a, b| a.1.total_cmp(b.1)).unwrap().0 as u32;
+            assert_eq!(next, argmax, "{family:?} step {step}: greedy token");
+        }
+        assert_eq!(state.read_pos().unwrap()[0] as usize, seq.len(), "the position advanced on the device");
+        seq.push(next);
+        model.step(&state.rows(0, 1).unwrap()).unwrap();
+    }
+    assert_eq!(state.read_pos().unwrap()[1], 3, "the other row did not move");
+}
+
+#[test]
+fn llama_prefill_and_decode_match_the_reference_forward() {
+    model_matches_reference(Family::Llama, &Device::Cpu, DType::F32);
+    model_matches_reference(Family::Llama, &Device::Cpu, DType::BF16);
+}
+#[test]
+fn qwen2_prefill_and_decode_match_the_reference_forward() {
+    model_matches_reference(Family::Qwen2, &Device::Cpu, DType::F32);
+    model_matches_reference(Family::Qwen2, &Device::Cpu, DType::F16);
+}
+#[test]
+#[ignore = "needs a CUDA device"]
+fn models_match_the_reference_forward_gpu() {
+    if let Some(d) = gpu() {
+        for f in [Family::Llama, Family::Qwen2] {
+            for dt in [DType::F32, DType::BF16, DType::F16] {
+                model_matches_reference(f, &d, dt);
+            }
+        }
+    }
+}
+
+#[test]
+fn checkpoints_that_do_not_match_the_config_name_the_tensor() {
+    let mut cfg = Config::tiny(Family::Qwen2);
+    cfg.torch_dtype = Some(DType::BF16);
+    let w = hf_weights(&cfg, 7);
+    let dev = Device::Cpu;
+    // dtype: the file is f32, the config says bfloat16.
+    let f = save(&w, DType::F32, "dtype");
+    match Model::from_safetensors(&cfg, &[f], DType::F32, 16, &dev) {
+        Err(Error::WeightDtype { name, .. }) => assert_eq!(name, "model.embed_tokens.weight"),
+        other => panic!("expected WeightDtype, got {other:?}"),
+    }
+    // shape
+    let mut bad = w.clone();
+    bad.insert("model.layers.1.mlp.down_proj.weight".into(), Tensor::zeros((64, 95), DType::F32, &dev).unwrap());
+    let f = save(&bad, DType::BF16, "shape");
+    match Model::from_safetensors(&cfg, &[f], DType::BF16, 16, &dev) {
+        Err(Error::WeightShape { name, expected, found }) => {
+            assert_eq!(name, "model.layers.1.mlp.down_proj.weight");
+            assert_eq!((expected, found), (vec![64, 96], vec![64, 95]));
+        }
+        other => panic!("expected WeightShape, got {other:?}"),
+    }
+    // missing
+    let mut bad = w.clone();
+    bad.remove("model.layers.0.self_attn.k_proj.bias");
+    let f = save(&bad, DType::BF16, "missing");
+    match Model::from_safetensors(&cfg, &[f], DType::BF16, 16, &dev) {
+        Err(Error::MissingWeight { name }) => assert_eq!(name, "model.layers.0.self_attn.k_proj.bias"),
+        other => panic!("expected MissingWeight, got {other:?}"),
+    }
+    // a directory: config.json + safetensors
+    let f = save(&w, DType::BF16, "dir");
+    let dir = f.parent().unwrap();
+    std::fs::write(dir.join("config.json"), QWEN_JSON.replace("\"hidden_size\": 896", "\"hidden_size\": 65")).unwrap();
+    assert!(Model::from_dir(dir, DType::BF16, 16, &dev).is_err(), "a config that does not match the weights");
+    let e = Model::from_safetensors(&cfg, &[dir.join("nope.safetensors")], DType::BF16, 16, &dev).unwrap_err();
+    assert!(matches!(e, Error::Io { .. }), "{e}");
+}
+
+#[test]
+fn bad_model_input_is_refused_before_any_work() {
+    let dev = Device::Cpu;
+    let model = Model::random(&Config::tiny(Family::Llama), DType::F32, 8, &dev, 1).unwrap();
+    let state = model.new_state(2).unwrap();
+    match model.prefill(&state, 0, &[1; 9]) {
+        Err(Error::PromptTooLong { len: 9, max_seq: 8 }) => {}
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(state.read_pos().unwrap(), [0, 0], "nothing ran");
+    assert!(matches!(model.prefill(&state, 0, &[]), Err(Error::InvalidArgument { .. })));
+    assert!(
+        matches!(model.prefill(&state, 0, &[97]), Err(Error::InvalidArgument { .. })),
+        "token id past the vocabulary"
+    );
+    assert!(matches!(model.prefill(&state, 2, &[1]), Err(Error::InvalidArgument { .. })), "row past the batch");
+    assert!(matches!(
+        Model::random(&Config::tiny(Family::Llama), DType::U32, 8, &dev, 1),
+        Err(Error::InvalidArgument { .. })
+    ));
+    assert!(matches!(
+        Model::random(&Config::tiny(Family::Llama), DType::F32, 0, &dev, 1),
+        Err(Error::InvalidArgument { .. })
+    ));
+}
+
+/// A sequence that reaches the end of its cache stops with the overflow flag set, and
+/// nothing is written past the cache.
+fn cache_full(dev: &Device) {
+    let model = Model::random(&Config::tiny(Family::Llama), DType::F32, 6, dev, 3).unwrap();
+    let state = model.new_state(1).unwrap();
+    model.prefill(&state, 0, &[1, 2, 3, 4, 5]).unwrap();
+    assert_eq!(state.read_overflow().unwrap(), [false]);
+    model.step(&state).unwrap(); // position 5: the last slot
+    assert_eq!(state.read_overflow().unwrap(), [false]);
+    model.step(&state).unwrap(); // position 6: past the end
+    assert_eq!(state.read_overflow().unwrap(), [true]);
+    for c in state.caches() {
+        assert_eq!(c.k().dims()[2], 6);
+    }
+}
+
+#[test]
+fn a_sequence_at_the_end_of_its_cache_raises_its_flag() {
+    cache_full(&Device::Cpu);
+}
+#[test]
+#[ignore = "needs a CUDA device"]
+fn a_sequence_at_the_end_of_its_cache_raises_its_flag_gpu() {
+    if let Some(d) = gpu() {
+        cache_full(&d);
+    }
+}
+
+#[test]
+fn seeded_sampling_in_the_model_repeats() {
+    let dev = Device::Cpu;
+    let model = Model::random(&Config::tiny(Family::Qwen2), DType::F32, 32, &dev, 5).unwrap();
+    let run = |seed: u64| {
+        let state = model.new_state(1).unwrap();
+        state.sampler().set(0, &SamplingParams::new(1.5, 0, 1.0).unwrap(), seed).unwrap();
+        model.prefill(&state, 0, &[1, 2, 3]).unwrap();
+        let mut out = vec![state.read_tokens().unwrap()[0]];
+        for _ in 0..12 {
+            model.step(&state).unwrap();
+            out.push(state.read_tokens().unwrap()[0]);
+        }
+        out
+    };
+    assert_eq!(run(9), run(9));
+    assert_ne!(run(9), run(10));
+}
