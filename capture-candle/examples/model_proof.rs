@@ -87,7 +87,12 @@ fn median(v: &mut [f64]) -> f64 {
 }
 
 /// Replays of `graph` on `cs`, timed: milliseconds per replay (median of 5 rounds of `n`).
-fn time_replays(cs: &mut CandleStream, graph: &capture_core::Graph<'_>, n: usize, mut before: impl FnMut() -> Result<()>) -> Result<f64> {
+fn time_replays(
+    cs: &mut CandleStream,
+    graph: &capture_core::Graph<'_>,
+    n: usize,
+    mut before: impl FnMut() -> Result<()>,
+) -> Result<f64> {
     let mut t = Vec::new();
     for _ in 0..5 {
         before()?;
@@ -206,10 +211,18 @@ fn prove(family: Family, device: &Device, tokens: usize, max_seq: usize) -> Resu
     let (planted, _) = cs.capture_owned(res, move |(m, s, p)| host_pos_step(m, s, p.load(Ordering::SeqCst)))?;
     let r = {
         let (m, s, p) = (d.model.clone(), state.clone(), host_pos.clone());
-        check.run(&planted, cs.stream(), write.clone(), move |_, _| host_pos_step(&m, &s, p.load(Ordering::SeqCst)), read.clone())
+        check.run(
+            &planted,
+            cs.stream(),
+            write.clone(),
+            move |_, _| host_pos_step(&m, &s, p.load(Ordering::SeqCst)),
+            read.clone(),
+        )
     };
     match r {
-        Err(Error::Capture(e @ capture_core::Error::ReplayDiverged { .. })) => println!("planted host position: RESULT: caught: {e}"),
+        Err(Error::Capture(e @ capture_core::Error::ReplayDiverged { .. })) => {
+            println!("planted host position: RESULT: caught: {e}")
+        }
         other => println!("planted host position: RESULT: NOT caught ({other:?})"),
     }
     // Planted 2: the sampler's counter passed by value (uploaded inside the step).
@@ -236,12 +249,16 @@ fn prove(family: Family, device: &Device, tokens: usize, max_seq: usize) -> Resu
         let (m, s, c) = (d.model.clone(), state.clone(), host_ctr.clone());
         let read_tok = {
             let state = state.clone();
-            move |_: &mut capture_core::Stream<capture_core::Idle>| -> Result<Outputs> { Ok(Outputs::new().with("token", state.read_tokens()?)) }
+            move |_: &mut capture_core::Stream<capture_core::Idle>| -> Result<Outputs> {
+                Ok(Outputs::new().with("token", state.read_tokens()?))
+            }
         };
         check.run(&planted2, cs.stream(), write2, move |_, _| offset_step(&m, &s, c.load(Ordering::SeqCst)), read_tok)
     };
     match r {
-        Err(Error::Capture(e @ capture_core::Error::ReplayDiverged { .. })) => println!("planted sampler offset: RESULT: caught: {e}"),
+        Err(Error::Capture(e @ capture_core::Error::ReplayDiverged { .. })) => {
+            println!("planted sampler offset: RESULT: caught: {e}")
+        }
         other => println!("planted sampler offset: RESULT: NOT caught ({other:?})"),
     }
 
@@ -251,23 +268,36 @@ fn prove(family: Family, device: &Device, tokens: usize, max_seq: usize) -> Resu
     let layers = cfg.num_hidden_layers;
     let cache = d.state.caches()[0].rows(0, 1)?;
     let q = Tensor::zeros((1, cfg.num_attention_heads, 1, cfg.head_dim), DType::BF16, device)?;
-    let qkv = Tensor::zeros((1, (cfg.num_attention_heads + 2 * cfg.num_key_value_heads) * cfg.head_dim), DType::BF16, device)?;
+    let qkv = Tensor::zeros(
+        (1, (cfg.num_attention_heads + 2 * cfg.num_key_value_heads) * cfg.head_dim),
+        DType::BF16,
+        device,
+    )?;
     let scale = 1.0 / (cfg.head_dim as f32).sqrt();
-    let rope = decode::RopeTable::new(cfg.head_dim, max_seq, cfg.rope_theta, cfg.rope_scaling.as_ref(), decode::RopeLayout::Halves, device)?;
+    let rope = decode::RopeTable::new(
+        cfg.head_dim,
+        max_seq,
+        cfg.rope_theta,
+        cfg.rope_scaling.as_ref(),
+        decode::RopeLayout::Halves,
+        device,
+    )?;
     let ops_res = (q, qkv, cache, state.clone(), rope);
-    let att_step = move |(q, _, c, s, _): &(Tensor, Tensor, decode::KvCache, DecodeState, decode::RopeTable)| -> Result<()> {
-        for _ in 0..layers {
-            decode::attention(q, c, s.pos(), scale)?;
-        }
-        Ok(())
-    };
+    let att_step =
+        move |(q, _, c, s, _): &(Tensor, Tensor, decode::KvCache, DecodeState, decode::RopeTable)| -> Result<()> {
+            for _ in 0..layers {
+                decode::attention(q, c, s.pos(), scale)?;
+            }
+            Ok(())
+        };
     let nq = cfg.num_attention_heads;
-    let write_step = move |(_, x, c, s, r): &(Tensor, Tensor, decode::KvCache, DecodeState, decode::RopeTable)| -> Result<()> {
-        for _ in 0..layers {
-            decode::qkv_rope_write(x, None, r, s.pos(), Some(s.active()), c, s.overflow(), nq)?;
-        }
-        Ok(())
-    };
+    let write_step =
+        move |(_, x, c, s, r): &(Tensor, Tensor, decode::KvCache, DecodeState, decode::RopeTable)| -> Result<()> {
+            for _ in 0..layers {
+                decode::qkv_rope_write(x, None, r, s.pos(), Some(s.active()), c, s.overflow(), nq)?;
+            }
+            Ok(())
+        };
     state.set_row(0, 64, true)?;
     cs.warm_up(|| att_step(&ops_res).and_then(|_| write_step(&ops_res)).map_err(candle_core::Error::wrap))?;
     let (att_g, _) = cs.capture_owned(ops_res.clone(), att_step)?;

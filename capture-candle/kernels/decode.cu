@@ -113,66 +113,103 @@ __device__ void rope_write(const typename E::T* src, u32 stride, u32 col0, const
 }
 
 // ---------------------------------------------------------------------------------------
-// Decode attention over each sequence's valid prefix, split across the sequence.
+// Decode attention over each sequence's valid prefix, split across the sequence, in one
+// kernel.
 //
 // q [B, nq, T, dim]; caches [B, nk, S, dim]; query t of row b sees keys 0 ..= pos[b] + t
-// (at most S). The keys are cut into chunks of `chunk`; block (b*nk + kh, t, c) handles chunk
-// c for the nq/nk query heads that share key head kh, and writes for each its partial
-// result to part [B, nq, T, nsplit, dim + 2]: the unnormalised output, then the chunk's
-// maximum score and its sum of exponentials. A chunk past the prefix returns at once, so the
-// work grows with the position, not with S. Block: 128 threads; dynamic shared memory
-// (g*dim + g*chunk) floats, g = nq/nk.
+// (at most S). The prefix is cut into at most nsplit chunks of at least 128 keys (a multiple
+// of 32, computed on the device from the length, at most max_chunk); block (b*nk + kh, t, c)
+// handles chunk c for the g = nq/nk query heads that share key head kh and writes, per head,
+// its partial result to part [B, nq, T, nsplit, dim + 2]: the unnormalised output, the
+// chunk's largest score and its sum of exponentials. A chunk past the prefix returns at once,
+// so the work grows with the position, not with S. When one chunk holds the whole prefix,
+// its block writes the result directly; otherwise the block that finishes last of a (b, kh, t)'s
+// chunks (counted in `counters` [B*nk*T], which it sets back to 0) combines them into
+// out [B, T, nq*dim]. dim must be a multiple of 8 and at most 256; g at most 16.
+#define ATT_THREADS 128
+
+// 8 consecutive elements as floats (16-bit types: one 16-byte load; f32: two).
+template <typename E> struct Vec8;
+template <> struct Vec8<F32> {
+    static __device__ __forceinline__ void load(const float* p, u64 i, float* o) {
+        const float4 a = *reinterpret_cast<const float4*>(p + i), b = *reinterpret_cast<const float4*>(p + i + 4);
+        o[0] = a.x; o[1] = a.y; o[2] = a.z; o[3] = a.w; o[4] = b.x; o[5] = b.y; o[6] = b.z; o[7] = b.w;
+    }
+};
+template <typename E> struct Vec8Half {
+    static __device__ __forceinline__ void load(const u16* p, u64 i, float* o) {
+        const uint4 v = *reinterpret_cast<const uint4*>(p + i);
+        const u16* h = reinterpret_cast<const u16*>(&v);
+#pragma unroll
+        for (int k = 0; k < 8; ++k) o[k] = E::ld(h, k);
+    }
+};
+template <> struct Vec8<BF16> : Vec8Half<BF16> {};
+template <> struct Vec8<F16> : Vec8Half<F16> {};
+
 template <typename E>
-__device__ void attn_partial(const typename E::T* q, const typename E::T* kc, const typename E::T* vc,
-                             const u32* pos, u32 T, u32 nq, u32 nk, u32 S, u32 dim, u32 chunk,
-                             u32 nsplit, float scale, float* part) {
+__device__ void attention(const typename E::T* q, const typename E::T* kc, const typename E::T* vc,
+                          const u32* pos, u32 T, u32 nq, u32 nk, u32 S, u32 dim, u32 nsplit, u32 max_chunk,
+                          float scale, float* part, u32* counters, typename E::T* out) {
     extern __shared__ float sm[];
     const u32 g = nq / nk;
     const u32 b = blockIdx.x / nk, kh = blockIdx.x - b * nk, t = blockIdx.y, c = blockIdx.z;
     u32 len = pos[b] + t + 1;
     if (len > S || len < pos[b]) len = S;
+    // At least 128 keys a chunk (fewer blocks to combine), at most max_chunk.
+    const u32 chunk = min(max_chunk, max(128u, ((len + nsplit - 1) / nsplit + 31) / 32 * 32));
+    const u32 ns = (len + chunk - 1) / chunk;  // chunks in the prefix
     const u32 start = c * chunk;
     if (start >= len) return;
     const u32 end = min(start + chunk, len), n = end - start;
-    float* qs = sm;             // [g][dim]
-    float* sc = sm + g * dim;   // [g][chunk]
-    const u32 tid = threadIdx.x, warp = tid / 32, lane = tid % 32, nwarps = blockDim.x / 32;
-    for (u32 x = tid; x < g * dim; x += blockDim.x) {
+    const u32 tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+    float* qs = sm;                     // [g][dim], scaled
+    float* sc = qs + g * dim;           // [g][max_chunk]
+    float* red = sc + g * max_chunk;    // [ATT_THREADS / (dim/8)][4][dim]
+    __shared__ float stat[16][2];
+    __shared__ u32 last;
+    for (u32 x = tid; x < g * dim; x += ATT_THREADS) {
         const u32 h = x / dim, d = x - h * dim;
         qs[x] = E::ld(q, (((u64)b * nq + kh * g + h) * T + t) * dim + d) * scale;
     }
     __syncthreads();
     const u64 kbase = ((u64)b * nk + kh) * S * dim;
-    for (u32 j = warp; j < n; j += nwarps) {
+    // Scores: one thread per key; the key's 64-element slices are loaded once into registers
+    // (8 independent 16-byte loads), then each of the g heads (a runtime loop: no work for
+    // heads that do not exist) reads its query with 16-byte shared loads.
+    for (u32 j = tid; j < n; j += ATT_THREADS) {
         const u64 krow = kbase + (u64)(start + j) * dim;
-        float acc[16];
+        for (u32 d0 = 0; d0 < dim; d0 += 64) {
+            float k8[8][8];
 #pragma unroll
-        for (u32 h = 0; h < 16; ++h) acc[h] = 0.f;
-        for (u32 d = lane; d < dim; d += 32) {
-            const float k = E::ld(kc, krow + d);
+            for (u32 u = 0; u < 8; ++u)
+                if (d0 + u * 8 < dim) Vec8<E>::load(kc, krow + d0 + u * 8, k8[u]);
+            for (u32 h = 0; h < g; ++h) {
+                const float* qh = qs + h * dim + d0;
+                float a = 0.f;
 #pragma unroll
-            for (u32 h = 0; h < 16; ++h)
-                if (h < g) acc[h] += qs[h * dim + d] * k;
-        }
-#pragma unroll
-        for (u32 h = 0; h < 16; ++h) {
-            if (h < g) {
-                const float s = warp_sum(acc[h]);
-                if (lane == 0) sc[h * chunk + j] = s;
+                for (u32 u = 0; u < 8; ++u) {
+                    if (d0 + u * 8 < dim) {
+                        const float4 q0 = *reinterpret_cast<const float4*>(qh + u * 8);
+                        const float4 q1 = *reinterpret_cast<const float4*>(qh + u * 8 + 4);
+                        a += q0.x * k8[u][0] + q0.y * k8[u][1] + q0.z * k8[u][2] + q0.w * k8[u][3] + q1.x * k8[u][4] +
+                             q1.y * k8[u][5] + q1.z * k8[u][6] + q1.w * k8[u][7];
+                    }
+                }
+                sc[h * max_chunk + j] = d0 == 0 ? a : sc[h * max_chunk + j] + a;
             }
         }
     }
     __syncthreads();
-    // Per head: the chunk's maximum, the exponentials, their sum.
-    __shared__ float stat[16][2];
-    for (u32 h = warp; h < g; h += nwarps) {
+    // Per head: the chunk's largest score, the exponentials, their sum.
+    for (u32 h = warp; h < g; h += ATT_THREADS / 32) {
         float m = -INFINITY;
-        for (u32 j = lane; j < n; j += 32) m = fmaxf(m, sc[h * chunk + j]);
+        for (u32 j = lane; j < n; j += 32) m = fmaxf(m, sc[h * max_chunk + j]);
         m = warp_max(m);
         float l = 0.f;
         for (u32 j = lane; j < n; j += 32) {
-            const float e = __expf(sc[h * chunk + j] - m);
-            sc[h * chunk + j] = e;
+            const float e = __expf(sc[h * max_chunk + j] - m);
+            sc[h * max_chunk + j] = e;
             l += e;
         }
         l = warp_sum(l);
@@ -182,40 +219,82 @@ __device__ void attn_partial(const typename E::T* q, const typename E::T* kc, co
         }
     }
     __syncthreads();
-    for (u32 x = tid; x < g * dim; x += blockDim.x) {
-        const u32 h = x / dim, d = x - h * dim;
-        float acc = 0.f;
-        const u64 vrow = kbase + (u64)start * dim + d;
-        for (u32 j = 0; j < n; ++j) acc += sc[h * chunk + j] * E::ld(vc, vrow + (u64)j * dim);
-        float* o = part + ((((u64)b * nq + kh * g + h) * T + t) * nsplit + c) * (dim + 2);
-        o[d] = acc;
-        if (d == 0) {
-            o[dim] = stat[h][0];
-            o[dim + 1] = stat[h][1];
+    // Values: each thread owns 8 dims of one key group; groups split the chunk's keys.
+    const u32 slots = dim / 8, groups = ATT_THREADS / slots;
+    const u32 slot = tid % slots, grp = tid / slots;
+    for (u32 h0 = 0; h0 < g; h0 += 4) {
+        float acc[4][8];
+#pragma unroll
+        for (u32 h = 0; h < 4; ++h)
+#pragma unroll
+            for (u32 k = 0; k < 8; ++k) acc[h][k] = 0.f;
+        if (grp < groups) {
+#pragma unroll 4
+            for (u32 j = grp; j < n; j += groups) {
+                float v8[8];
+                Vec8<E>::load(vc, kbase + (u64)(start + j) * dim + slot * 8, v8);
+#pragma unroll
+                for (u32 h = 0; h < 4; ++h) {
+                    if (h0 + h < g) {
+                        const float p = sc[(h0 + h) * max_chunk + j];
+#pragma unroll
+                        for (u32 k = 0; k < 8; ++k) acc[h][k] += p * v8[k];
+                    }
+                }
+            }
+#pragma unroll
+            for (u32 h = 0; h < 4; ++h)
+#pragma unroll
+                for (u32 k = 0; k < 8; ++k) red[(grp * 4 + h) * dim + slot * 8 + k] = acc[h][k];
         }
+        __syncthreads();
+        for (u32 x = tid; x < 4 * dim; x += ATT_THREADS) {
+            const u32 h = x / dim, d = x - h * dim;
+            if (h0 + h >= g) continue;
+            float s = 0.f;
+            for (u32 r = 0; r < groups; ++r) s += red[(r * 4 + h) * dim + d];
+            if (ns == 1) {
+                // One chunk holds the whole prefix: the result, with no partials to combine.
+                E::st(out, (((u64)b * T + t) * nq + kh * g + h0 + h) * dim + d, s / stat[h0 + h][1]);
+                continue;
+            }
+            float* o = part + ((((u64)b * nq + kh * g + h0 + h) * T + t) * nsplit + c) * (dim + 2);
+            o[d] = s;
+            if (d == 0) {
+                o[dim] = stat[h0 + h][0];
+                o[dim + 1] = stat[h0 + h][1];
+            }
+        }
+        __syncthreads();
     }
-}
-
-// Combines the partial results of attn_partial into out [B, T, nq*dim] (ready for the output
-// projection). Grid: (B*nq, T); block: dim threads.
-template <typename E>
-__device__ void attn_combine(const float* part, const u32* pos, u32 T, u32 nq, u32 S, u32 dim, u32 chunk,
-                             u32 nsplit, typename E::T* out) {
-    const u32 b = blockIdx.x / nq, h = blockIdx.x - b * nq, t = blockIdx.y, d = threadIdx.x;
-    if (d >= dim) return;
-    u32 len = pos[b] + t + 1;
-    if (len > S || len < pos[b]) len = S;
-    const u32 ns = (len + chunk - 1) / chunk;
-    const float* p = part + (((u64)b * nq + h) * T + t) * nsplit * (dim + 2);
-    float m = -INFINITY;
-    for (u32 c = 0; c < ns; ++c) m = fmaxf(m, p[c * (dim + 2) + dim]);
-    float num = 0.f, den = 0.f;
-    for (u32 c = 0; c < ns; ++c) {
-        const float w = __expf(p[c * (dim + 2) + dim] - m);
-        num += w * p[c * (dim + 2) + d];
-        den += w * p[c * (dim + 2) + dim + 1];
+    if (ns == 1) return;
+    // The last block of this (b, kh, t) combines every chunk.
+    u32* counter = counters + ((u64)b * nk + kh) * T + t;
+    __threadfence();
+    if (tid == 0) {
+        const u32 done = atomicAdd(counter, 1u) + 1;
+        last = done == ns;
+        if (last) *counter = 0;
     }
-    E::st(out, (((u64)b * T + t) * nq + h) * dim + d, num / den);
+    __syncthreads();
+    if (!last) return;
+    __threadfence();
+    for (u32 x = tid; x < g * dim; x += ATT_THREADS) {
+        const u32 h = x / dim, d = x - h * dim;
+        // Other blocks' partials: read past L1 (__ldcg), after their fence and our counter.
+        const float* p = part + (((u64)b * nq + kh * g + h) * T + t) * nsplit * (dim + 2);
+        float m = -INFINITY;
+#pragma unroll 8
+        for (u32 s = 0; s < ns; ++s) m = fmaxf(m, __ldcg(p + s * (dim + 2) + dim));
+        float num = 0.f, den = 0.f;
+#pragma unroll 8
+        for (u32 s = 0; s < ns; ++s) {
+            const float w = __expf(__ldcg(p + s * (dim + 2) + dim) - m);
+            num += w * __ldcg(p + s * (dim + 2) + d);
+            den += w * __ldcg(p + s * (dim + 2) + dim + 1);
+        }
+        E::st(out, (((u64)b * T + t) * nq + kh * g + h) * dim + d, num / den);
+    }
 }
 
 // ---------------------------------------------------------------------------------------
@@ -265,6 +344,187 @@ __device__ void silu_mul(const typename E::T* in, u32 inter, u64 n, typename E::
 }
 
 // ---------------------------------------------------------------------------------------
+// Matrix-vector products for decode (M <= 2 rows): y [M, N] = f(x) [M, K] . W [N, K]^T
+// (+ residual [M, N]), with the input transform f fused in:
+//   mode 0: f(x) = x;
+//   mode 1: f(x) = rms_norm(x) * nw (eps): the norm that precedes a projection;
+//   mode 2: f(x) = silu(x[:, :K]) * x[:, K:], x being [M, 2K]: SwiGLU before the down
+//           projection.
+// f(x) is rounded to the element type (as the separate kernel's output would be) and staged
+// once per block in shared memory (M*K elements). Blocks are persistent: each warp takes two
+// rows of W at a time, grid-stride, and keeps the next GEMV_PF 16-byte loads of both rows in
+// registers while it computes the current ones (the first ones are issued before the
+// staging, so the weight stream starts at once). For a short N, `ks` (1, 2, 4 or 8) warps
+// share each row pair, each streaming a slice of K, summed in a fixed order. With `residual`, y = round(round(acc) +
+// residual), as a product followed by an add would round. K must be a multiple of 8.
+// Block: GEMV_THREADS.
+#define GEMV_THREADS 256
+#define GEMV_WARPS (GEMV_THREADS / 32)
+#define GEMV_MAX_M 2
+#define GEMV_PF 4
+
+template <typename E> struct Pack;
+template <> struct Pack<F32> {
+    static constexpr u32 EL = 4;
+    static __device__ __forceinline__ void unpack(const uint4& v, float* o) {
+        o[0] = __uint_as_float(v.x); o[1] = __uint_as_float(v.y); o[2] = __uint_as_float(v.z); o[3] = __uint_as_float(v.w);
+    }
+};
+template <typename E> struct PackHalf {
+    static constexpr u32 EL = 8;
+    static __device__ __forceinline__ void unpack(const uint4& v, float* o) {
+        const u16* h = reinterpret_cast<const u16*>(&v);
+#pragma unroll
+        for (int k = 0; k < 8; ++k) o[k] = E::ld(h, k);
+    }
+};
+template <> struct Pack<BF16> : PackHalf<BF16> {};
+template <> struct Pack<F16> : PackHalf<F16> {};
+
+template <typename E>
+__device__ void gemv(const typename E::T* x, const typename E::T* W, u32 M, u32 N, u32 K, u32 mode,
+                     const typename E::T* nw, float eps, const typename E::T* residual, typename E::T* y, u32 ks) {
+    typedef typename E::T T;
+    constexpr u32 EL = Pack<E>::EL;
+    extern __shared__ float gsm[];
+    T* xs = reinterpret_cast<T*>(gsm);  // [M][K]
+    __shared__ float red[GEMV_WARPS];
+    const u32 tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+    const u32 KS = 32 * EL;                    // elements of a row one warp step covers
+    const u32 steps = (K + KS - 1) / KS;
+    // ks warps share a row pair, each streaming one slice of K (small N, long K: more loads in
+    // flight); their partial sums meet in shared memory, in a fixed order.
+    const u32 per_block = GEMV_WARPS / ks, slice = warp % ks;
+    const u32 slice_steps = (steps + ks - 1) / ks;
+    const u32 s_begin = min(steps, slice * slice_steps), s_end = min(steps, s_begin + slice_steps);
+    const u32 groups = (N + 2 * per_block - 1) / (2 * per_block);
+    __shared__ float parts[GEMV_WARPS][GEMV_MAX_M][2];
+    auto row_of = [&](u32 grp) { return (grp * per_block + warp / ks) * 2; };
+    uint4 pa[GEMV_PF], pb[GEMV_PF];
+    auto fetch = [&](u32 row, u32 s0) {
+        const T* ra = W + (u64)row * K;
+        const T* rb = W + (u64)min(row + 1, N - 1) * K;
+#pragma unroll
+        for (u32 s = 0; s < GEMV_PF; ++s) {
+            const u32 k = ((s0 + s) * 32 + lane) * EL;
+            if (s0 + s < s_end && k < K) {
+                pa[s] = __ldg(reinterpret_cast<const uint4*>(ra + k));
+                pb[s] = __ldg(reinterpret_cast<const uint4*>(rb + k));
+            }
+        }
+    };
+    // The first weight loads, before the staging.
+    if (blockIdx.x < groups && row_of(blockIdx.x) < N) fetch(row_of(blockIdx.x), s_begin);
+    // Staging, 16 bytes a thread a round, four rounds in flight.
+    for (u32 m = 0; m < M; ++m) {
+        float inv = 1.f;
+        if (mode == 1) {
+            float ss = 0.f;
+#pragma unroll 4
+            for (u32 k = tid * EL; k < K; k += GEMV_THREADS * EL) {
+                float v[EL];
+                Pack<E>::unpack(*reinterpret_cast<const uint4*>(x + (u64)m * K + k), v);
+#pragma unroll
+                for (u32 j = 0; j < EL; ++j) ss += v[j] * v[j];
+            }
+            ss = warp_sum(ss);
+            if (lane == 0) red[warp] = ss;
+            __syncthreads();
+            float tot = 0.f;
+#pragma unroll
+            for (u32 w = 0; w < GEMV_WARPS; ++w) tot += red[w];
+            inv = rsqrtf(tot / K + eps);
+            __syncthreads();
+        }
+#pragma unroll 4
+        for (u32 k = tid * EL; k < K; k += GEMV_THREADS * EL) {
+            float v[EL];
+            if (mode == 2) {
+                float u[EL];
+                Pack<E>::unpack(*reinterpret_cast<const uint4*>(x + (u64)m * 2 * K + k), v);
+                Pack<E>::unpack(*reinterpret_cast<const uint4*>(x + (u64)m * 2 * K + K + k), u);
+#pragma unroll
+                for (u32 j = 0; j < EL; ++j) v[j] = v[j] / (1.f + __expf(-v[j])) * u[j];
+            } else {
+                Pack<E>::unpack(*reinterpret_cast<const uint4*>(x + (u64)m * K + k), v);
+                if (mode == 1) {
+                    float w[EL];
+                    Pack<E>::unpack(*reinterpret_cast<const uint4*>(nw + k), w);
+#pragma unroll
+                    for (u32 j = 0; j < EL; ++j) v[j] = v[j] * inv * w[j];
+                }
+            }
+#pragma unroll
+            for (u32 j = 0; j < EL; ++j) E::st(xs, (u64)m * K + k + j, v[j]);
+        }
+    }
+    __syncthreads();
+    for (u32 grp = blockIdx.x; grp < groups; grp += gridDim.x) {
+        const u32 n = row_of(grp);
+        float acc[GEMV_MAX_M][2];
+#pragma unroll
+        for (u32 m = 0; m < GEMV_MAX_M; ++m) acc[m][0] = acc[m][1] = 0.f;
+        if (n < N) {
+            for (u32 s0 = s_begin; s0 < s_end; s0 += GEMV_PF) {
+                uint4 ca[GEMV_PF], cb[GEMV_PF];
+#pragma unroll
+                for (u32 s = 0; s < GEMV_PF; ++s) {
+                    ca[s] = pa[s];
+                    cb[s] = pb[s];
+                }
+                // Prefetch what comes next: the rest of this slice, or the next group's.
+                if (s0 + GEMV_PF < s_end) {
+                    fetch(n, s0 + GEMV_PF);
+                } else if (grp + gridDim.x < groups && row_of(grp + gridDim.x) < N) {
+                    fetch(row_of(grp + gridDim.x), s_begin);
+                }
+#pragma unroll
+                for (u32 s = 0; s < GEMV_PF; ++s) {
+                    const u32 k = ((s0 + s) * 32 + lane) * EL;
+                    if (s0 + s < s_end && k < K) {
+                        float a[EL], b[EL];
+                        Pack<E>::unpack(ca[s], a);
+                        Pack<E>::unpack(cb[s], b);
+#pragma unroll
+                        for (u32 m = 0; m < GEMV_MAX_M; ++m) {
+                            if (m < M) {
+                                float xv[EL];
+                                Pack<E>::unpack(*reinterpret_cast<const uint4*>(xs + (u64)m * K + k), xv);
+#pragma unroll
+                                for (u32 j = 0; j < EL; ++j) {
+                                    acc[m][0] += a[j] * xv[j];
+                                    acc[m][1] += b[j] * xv[j];
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+#pragma unroll
+        for (u32 m = 0; m < GEMV_MAX_M; ++m)
+#pragma unroll
+            for (u32 r = 0; r < 2; ++r) {
+                const float v = warp_sum(acc[m][r]);
+                if (lane == 0) parts[warp][m][r] = v;
+            }
+        __syncthreads();
+        if (slice == 0 && lane == 0 && n < N) {
+            for (u32 m = 0; m < M; ++m)
+                for (u32 r = 0; r < 2; ++r) {
+                    if (n + r >= N) continue;
+                    float v = 0.f;
+                    for (u32 i = 0; i < ks; ++i) v += parts[warp + i][m][r];
+                    const u64 o = (u64)m * N + n + r;
+                    E::st(y, o, v);
+                    if (residual) E::st(y, o, E::ld(y, o) + E::ld(residual, o));
+                }
+        }
+        __syncthreads();
+    }
+}
+
+// ---------------------------------------------------------------------------------------
 // Sampling, one block of 1024 threads per row of logits [B, V].
 //
 // params [B, 3] f32: temperature, top_p, top_k. temperature <= 0 is greedy (the first
@@ -286,10 +546,38 @@ static __device__ __forceinline__ u64 mix64(u64 z) {
     return z ^ (z >> 31);
 }
 
+// Adds `val` to hist[bin] for every lane with `p`, one atomic per distinct bin of the warp:
+// the lanes of a bin sum their values first (integer sums: the same totals in any order).
+// Every lane of the warp must call it.
+static __device__ __forceinline__ void warp_hist_add(unsigned long long* hist, u32 bin, u64 val, bool p) {
+    const u32 lane = threadIdx.x % 32;
+    unsigned pending = __ballot_sync(0xffffffffu, p);
+    while (pending) {
+        const int leader = __ffs(pending) - 1;
+        const u32 b = __shfl_sync(0xffffffffu, bin, leader);
+        const bool mine = p && bin == b;
+        u64 v = mine ? val : 0;
+        for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+        if ((int)lane == leader) atomicAdd(&hist[b], (unsigned long long)v);
+        pending &= ~__ballot_sync(0xffffffffu, mine);
+    }
+}
+
 static __device__ __forceinline__ u32 key_of(float f) {
     if (f != f) f = -INFINITY;
     const u32 u = __float_as_uint(f);
     return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+}
+
+// Eight logits from index i0 (16-byte loads when `vec`), -inf past V.
+template <typename E>
+static __device__ __forceinline__ void load8(const typename E::T* x, u32 V, u32 i0, bool vec, float* v) {
+    if (vec && i0 + 8 <= V) {
+        Vec8<E>::load(x, i0, v);
+    } else {
+#pragma unroll
+        for (u32 j = 0; j < 8; ++j) v[j] = i0 + j < V ? E::ld(x, i0 + j) : -INFINITY;
+    }
 }
 
 template <typename E>
@@ -306,10 +594,17 @@ __device__ void sample(const typename E::T* logits, u32 V, const float* params, 
     __shared__ u32 chosen;
     __shared__ unsigned long long remaining;
     // Greedy part: the largest key and its first index.
+    // Scans read eight logits a thread at a time (16-byte loads where the row allows).
+    const bool vec = V % 8 == 0 && ((unsigned long long)x & 15) == 0;
     u32 best = 0, besti = 0xffffffffu;
-    for (u32 i = tid; i < V; i += nt) {
-        const u32 k = key_of(E::ld(x, i));
-        if (k > best || (k == best && i < besti)) { best = k; besti = i; }
+    for (u32 c = tid; c * 8 < V; c += nt) {
+        float v[8];
+        load8<E>(x, V, c * 8, vec, v);
+#pragma unroll
+        for (u32 j = 0; j < 8; ++j) {
+            const u32 i = c * 8 + j, k = key_of(v[j]);
+            if (i < V && (k > best || (k == best && i < besti))) { best = k; besti = i; }
+        }
     }
     for (int o = 16; o > 0; o >>= 1) {
         const u32 k2 = __shfl_xor_sync(0xffffffffu, best, o), i2 = __shfl_xor_sync(0xffffffffu, besti, o);
@@ -344,9 +639,15 @@ __device__ void sample(const typename E::T* logits, u32 V, const float* params, 
             for (int shift = 24; shift >= 0; shift -= 8) {
                 for (u32 j = tid; j < 256; j += nt) hist[j] = 0;
                 __syncthreads();
-                for (u32 i = tid; i < V; i += nt) {
-                    const u32 k = key_of(E::ld(x, i));
-                    if ((k & mask) == prefix) atomicAdd(&hist[(k >> shift) & 255u], 1ull);
+                for (u32 c0 = 0; c0 * 8 < V; c0 += nt) {
+                    const u32 c = c0 + tid;
+                    float v[8];
+                    load8<E>(x, V, c * 8, vec, v);
+#pragma unroll
+                    for (u32 j = 0; j < 8; ++j) {
+                        const u32 i = c * 8 + j, k = key_of(v[j]);
+                        warp_hist_add(hist, (k >> shift) & 255u, 1, i < V && (k & mask) == prefix);
+                    }
                 }
                 __syncthreads();
                 if (tid == 0) {
@@ -367,9 +668,12 @@ __device__ void sample(const typename E::T* logits, u32 V, const float* params, 
         // Fixed-point weights of the kept logits.
         // w(i) = exp((x_i - xmax) / temp) * 2^24, 0 below kmin.
         u64 total = 0;
-        for (u32 i = tid; i < V; i += nt) {
-            const float v = E::ld(x, i);
-            if (key_of(v) >= kmin) total += (u64)(expf((v - xmax) * inv_t) * 16777216.f);
+        for (u32 c = tid; c * 8 < V; c += nt) {
+            float v[8];
+            load8<E>(x, V, c * 8, vec, v);
+#pragma unroll
+            for (u32 j = 0; j < 8; ++j)
+                if (c * 8 + j < V && key_of(v[j]) >= kmin) total += (u64)(expf((v[j] - xmax) * inv_t) * 16777216.f);
         }
         for (int o = 16; o > 0; o >>= 1) total += __shfl_xor_sync(0xffffffffu, total, o);
         if (tid == 0) hist[0] = 0;
@@ -388,12 +692,16 @@ __device__ void sample(const typename E::T* logits, u32 V, const float* params, 
             for (int shift = 24; shift >= 0; shift -= 8) {
                 for (u32 j = tid; j < 256; j += nt) hist[j] = 0;
                 __syncthreads();
-                for (u32 i = tid; i < V; i += nt) {
-                    const float v = E::ld(x, i);
-                    const u32 k = key_of(v);
-                    if (k >= kmin && (k & mask) == prefix) {
-                        const u64 w = (u64)(expf((v - xmax) * inv_t) * 16777216.f);
-                        if (w) atomicAdd(&hist[(k >> shift) & 255u], (unsigned long long)w);
+                for (u32 c0 = 0; c0 * 8 < V; c0 += nt) {
+                    const u32 c = c0 + tid;
+                    float v[8];
+                    load8<E>(x, V, c * 8, vec, v);
+#pragma unroll
+                    for (u32 j = 0; j < 8; ++j) {
+                        const u32 i = c * 8 + j, k = key_of(v[j]);
+                        const bool in = i < V && k >= kmin && (k & mask) == prefix;
+                        const u64 w = in ? (u64)(expf((v[j] - xmax) * inv_t) * 16777216.f) : 0;
+                        warp_hist_add(hist, (k >> shift) & 255u, w, in && w != 0);
                     }
                 }
                 __syncthreads();
@@ -414,11 +722,15 @@ __device__ void sample(const typename E::T* logits, u32 V, const float* params, 
         }
         const u32 keep = kmin > pmin ? kmin : pmin;
         // The kept weights in index order: each thread sums a contiguous range.
-        const u32 per = (V + nt - 1) / nt, lo = min(tid * per, V), hi = min(lo + per, V);
+        // Contiguous ranges of a multiple of 8 logits.
+        const u32 per = (V + nt * 8 - 1) / (nt * 8) * 8, lo = min(tid * per, V), hi = min(lo + per, V);
         u64 mine = 0;
-        for (u32 i = lo; i < hi; ++i) {
-            const float v = E::ld(x, i);
-            if (key_of(v) >= keep) mine += (u64)(expf((v - xmax) * inv_t) * 16777216.f);
+        for (u32 i0 = lo; i0 < hi; i0 += 8) {
+            float v[8];
+            load8<E>(x, V, i0, vec, v);
+#pragma unroll
+            for (u32 j = 0; j < 8; ++j)
+                if (i0 + j < hi && key_of(v[j]) >= keep) mine += (u64)(expf((v[j] - xmax) * inv_t) * 16777216.f);
         }
         // Inclusive scan over the block (warp scans, then warp totals).
         u64 inc = mine;
@@ -481,15 +793,11 @@ __device__ void sample(const typename E::T* logits, u32 V, const float* params, 
         rope_write<E>(src, stride, col0, bias, table, pos, active, T, dim, nq, nk, nv, S, interleaved,    \
                       q_out, k_cache, v_cache, overflow);                                                 \
     }                                                                                                     \
-    extern "C" __global__ void attn_partial_##SUF(const E::T* q, const E::T* kc, const E::T* vc,          \
-                                                 const u32* pos, u32 T, u32 nq, u32 nk, u32 S, u32 dim,   \
-                                                 u32 chunk, u32 nsplit, float scale, float* part) {       \
-        attn_partial<E>(q, kc, vc, pos, T, nq, nk, S, dim, chunk, nsplit, scale, part);                   \
-    }                                                                                                     \
-    extern "C" __global__ void attn_combine_##SUF(const float* part, const u32* pos, u32 T, u32 nq,       \
-                                                 u32 S, u32 dim, u32 chunk, u32 nsplit, E::T* out) {      \
-        attn_combine<E>(part, pos, T, nq, S, dim, chunk, nsplit, out);                                    \
-    }                                                                                                     \
+    extern "C" __global__ void attention_##SUF(const E::T* q, const E::T* kc, const E::T* vc, const u32* pos,   \
+                                              u32 T, u32 nq, u32 nk, u32 S, u32 dim, u32 nsplit, u32 max_chunk, \
+                                              float scale, float* part, u32* counters, E::T* out) {           \
+        attention<E>(q, kc, vc, pos, T, nq, nk, S, dim, nsplit, max_chunk, scale, part, counters, out);        \
+    }                                                                                                         \
     extern "C" __global__ void add_rms_norm_##SUF(const E::T* x, const E::T* delta, const E::T* w,        \
                                                  u32 cols, float eps, E::T* sum_out, E::T* y) {           \
         add_rms_norm<E>(x, delta, w, cols, eps, sum_out, y);                                              \
@@ -502,6 +810,15 @@ __device__ void sample(const typename E::T* logits, u32 V, const float* params, 
         sample<E>(logits, V, params, rng, tokens, pos, active, advance);                                  \
     }
 
+#define INSTANTIATE_GEMV(E, SUF)                                                                            \
+    extern "C" __global__ void __launch_bounds__(GEMV_THREADS) gemv_##SUF(                                    \
+        const E::T* x, const E::T* W, u32 M, u32 N, u32 K, u32 mode, const E::T* nw, float eps,                \
+        const E::T* residual, E::T* y, u32 ks) {                                                              \
+        gemv<E>(x, W, M, N, K, mode, nw, eps, residual, y, ks);                                               \
+    }
+INSTANTIATE_GEMV(F32, f32)
+INSTANTIATE_GEMV(F16, f16)
+INSTANTIATE_GEMV(BF16, bf16)
 INSTANTIATE(F32, f32)
 INSTANTIATE(F16, f16)
 INSTANTIATE(BF16, bf16)

@@ -20,7 +20,7 @@ use crate::stream::CandleStream;
 /// resources, and the graph keeps both until it is dropped. A step that borrows a tensor from
 /// the caller's scope does not compile:
 ///
-/// ```compile_fail
+/// ```compile_fail,E0597
 /// # fn main() -> Result<(), capture_candle::Error> {
 /// # use candle_core::{DType, Device, Tensor};
 /// # let device = Device::new_cuda_with_stream(0)?;

@@ -472,3 +472,57 @@ fn kv_cache_write_touches_only_the_new_slot_gpu() {
         cache_write(&d);
     }
 }
+
+/// The fused projection against candle's ops: each prologue, with and without the residual,
+/// at 1 and 2 rows (the kernel) and 3 and 9 (the fallback), in each dtype.
+fn matvec(dev: &Device) {
+    use capture_candle::decode::Prologue;
+    // Shapes that take 1, 2 and 4 warps per row pair on CUDA.
+    for (n, k, dtype) in DTYPES.iter().map(|&d| (72, 256, d)).chain([(40, 2048, DType::BF16), (24, 4096, DType::F16)]) {
+        let w = rand(&[n, k], dtype, dev, 30);
+        let nw = rand(&[k], dtype, dev, 31).affine(0.1, 1.0).unwrap();
+        for m in [1usize, 2, 3, 9] {
+            let x = rand(&[m, k], dtype, dev, 32);
+            let x2 = rand(&[m, 2 * k], dtype, dev, 33);
+            let r = rand(&[m, n], dtype, dev, 34);
+            let cpu = |t: &Tensor| t.to_device(&Device::Cpu).unwrap().to_dtype(DType::F32).unwrap();
+            let wt = cpu(&w).t().unwrap();
+            let cases: [(Prologue<'_>, &Tensor, Tensor); 3] = [
+                (Prologue::None, &x, cpu(&x)),
+                (Prologue::RmsNorm(&nw, 1e-5), &x, candle_nn::ops::rms_norm(&cpu(&x), &cpu(&nw), 1e-5).unwrap()),
+                (
+                    Prologue::SwiGlu,
+                    &x2,
+                    (candle_nn::ops::silu(&cpu(&x2.narrow(1, 0, k).unwrap())).unwrap()
+                        * cpu(&x2.narrow(1, k, k).unwrap()))
+                    .unwrap(),
+                ),
+            ];
+            for (pro, input, fx) in cases {
+                for res in [None, Some(&r)] {
+                    let got = decode::matvec(input, &w, pro, res).unwrap();
+                    let mut want = fx.matmul(&wt).unwrap();
+                    if let Some(r) = res {
+                        want = (want + cpu(r)).unwrap();
+                    }
+                    let e = rel_err(&f32s(&got), &f32s(&want));
+                    assert!(e < tol(dtype) * 2.0, "{dtype:?} m={m} {pro:?} residual={}: rel err {e}", res.is_some());
+                }
+            }
+        }
+        let e = decode::matvec(&rand(&[2, 100], dtype, dev, 1), &w, Prologue::None, None).unwrap_err();
+        assert!(matches!(e, Error::BadOperands { .. }), "{e}");
+    }
+}
+
+#[test]
+fn matvec_with_fused_norm_swiglu_and_residual_matches_candle() {
+    matvec(&Device::Cpu);
+}
+#[test]
+#[ignore = "needs a CUDA device"]
+fn matvec_with_fused_norm_swiglu_and_residual_matches_candle_gpu() {
+    if let Some(d) = gpu() {
+        matvec(&d);
+    }
+}

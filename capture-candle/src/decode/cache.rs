@@ -15,6 +15,8 @@ use crate::error::{Error, Result};
 pub struct KvCache {
     k: Tensor,
     v: Tensor,
+    /// u32 `[batch, kv_heads * 256]`: the attention kernel's chunk counters (kept at 0).
+    counters: Tensor,
 }
 
 impl KvCache {
@@ -47,7 +49,8 @@ impl KvCache {
         }
         let k = Tensor::zeros((batch, kv_heads, max_seq, head_dim), dtype, device)?;
         let v = Tensor::zeros((batch, kv_heads, max_seq, head_dim), dtype, device)?;
-        Ok(Self { k, v })
+        let counters = Tensor::zeros((batch, kv_heads * super::gpu::COUNTER_TOKENS), DType::U32, device)?;
+        Ok(Self { k, v, counters })
     }
 
     /// The keys.
@@ -57,6 +60,9 @@ impl KvCache {
     /// The values.
     pub fn v(&self) -> &Tensor {
         &self.v
+    }
+    pub(crate) fn counters(&self) -> &Tensor {
+        &self.counters
     }
     /// Rows (sequences).
     pub fn batch(&self) -> usize {
@@ -88,7 +94,11 @@ impl KvCache {
                 format!("a non-empty range within 0..{}", self.batch()),
             ));
         }
-        Ok(Self { k: self.k.narrow(0, start, len)?, v: self.v.narrow(0, start, len)? })
+        Ok(Self {
+            k: self.k.narrow(0, start, len)?,
+            v: self.v.narrow(0, start, len)?,
+            counters: self.counters.narrow(0, start, len)?,
+        })
     }
 
     /// Zeroes every row (the positions, not the cache, decide what attention reads: this is

@@ -238,7 +238,8 @@ pub(crate) fn sample_row(x: &[f32], temp: f32, top_p: f32, top_k: u32, seed: u64
     if kept == 0 {
         return argmax as u32;
     }
-    let u = (mix64(seed ^ mix64(counter.wrapping_add(0x9e37_79b9_7f4a_7c15))) >> 11) as f64 * (1.0 / (1u64 << 53) as f64);
+    let u =
+        (mix64(seed ^ mix64(counter.wrapping_add(0x9e37_79b9_7f4a_7c15))) >> 11) as f64 * (1.0 / (1u64 << 53) as f64);
     let r = ((u * kept as f64) as u64).min(kept - 1);
     let mut run = 0u64;
     for (i, &v) in x.iter().enumerate() {

@@ -93,33 +93,76 @@ pub(crate) fn rope_write(a: &RopeWrite<'_>) -> Result<()> {
     go(&dev, "rope_write", a.src.dtype(), cfg, &args)
 }
 
-/// Keys per attention chunk (one block each).
-pub(crate) const CHUNK: u32 = 128;
-/// Threads per attention block.
-const ATTN_THREADS: u32 = 128;
+/// Threads per attention block: `ATT_THREADS` in the kernel.
+const ATT_THREADS: u32 = 128;
+/// Token rows per call that a cache's own counters cover (prefill runs in chunks of 256).
+pub(crate) const COUNTER_TOKENS: usize = 256;
+/// Most chunks the prefix is cut into (the grid's depth), unless the cache is so long that a
+/// chunk would not fit in shared memory.
+const ATT_SPLITS: usize = 32;
 
-/// Decode attention: partial results per chunk into an f32 scratch tensor, then the combine
-/// kernel into `[B, T, nq*dim]`.
+/// The attention grid's depth and longest chunk for `g` query heads per key head of `dim`,
+/// over a cache of `max_seq`: `None` when no chunking fits in shared memory.
+pub(crate) fn attention_split(g: usize, dim: usize, max_seq: usize) -> Option<(usize, usize)> {
+    let fixed = g * dim + (ATT_THREADS as usize / (dim / 8)) * 4 * dim;
+    let cap = ((48 * 1024 / 4usize).checked_sub(fixed)? / g) / 32 * 32;
+    if cap < 32 {
+        return None;
+    }
+    let splits = ATT_SPLITS.max(max_seq.div_ceil(cap)).min(max_seq.div_ceil(32));
+    // The kernel's chunks are at least 128 keys (or the cap) and cover max_seq in `splits`.
+    let chunk = (max_seq.div_ceil(splits).div_ceil(32) * 32).max(cap.min(128));
+    Some((splits, chunk))
+}
+
+/// Dynamic shared memory of the attention kernel: the scaled queries, the chunk's scores,
+/// and the value partials of every key group.
+fn attention_smem(g: usize, dim: usize, max_chunk: usize) -> usize {
+    let groups = ATT_THREADS as usize / (dim / 8);
+    (g * dim + g * max_chunk + groups * 4 * dim) * 4
+}
+
+/// Decode attention in one kernel: partial results per chunk into an f32 scratch tensor, and
+/// the last block of each (row, key head, token) combines them into `[B, T, nq*dim]`.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn attention(
     q: &Tensor,
     k: &Tensor,
     v: &Tensor,
     pos: &Tensor,
+    counters: &Tensor,
     (b, nq, t, dim): (usize, usize, usize, usize),
     (nk, max_seq): (usize, usize),
     scale: f32,
 ) -> Result<Tensor> {
     let dev = cuda(q)?;
-    let nsplit = (max_seq as u32).div_ceil(CHUNK);
-    let g = (nq / nk) as u32;
-    // Every element the combine kernel reads is written by the partial kernel: it reads only
-    // the chunks inside each query's prefix, which are the ones the partial kernel writes.
-    let part = raw::uninit((b, nq, t, nsplit as usize, dim + 2), DType::F32, q.device())?;
+    for (what, x) in [("q", q), ("the keys", k), ("the values", v)] {
+        if device_address(x)? % 16 != 0 {
+            candle_core::bail!("attention: {what} must start on a 16-byte boundary (a view at an odd offset?)");
+        }
+    }
+    let g = nq / nk;
+    let Some((nsplit, max_chunk)) = attention_split(g, dim, max_seq) else {
+        candle_core::bail!("attention: {g} query heads per key head of {dim} do not fit a block's shared memory");
+    };
+    // The counters the last block of each (row, head, token) finds: the cache's own (kept
+    // at 0 by the kernel), or fresh zeros for a call with more token rows than they cover.
+    let fresh;
+    let counters = if counters.elem_count() >= b * nk * t {
+        counters
+    } else {
+        fresh = Tensor::zeros(b * nk * t, DType::U32, q.device())?;
+        &fresh
+    };
+    // The combining block reads only the chunks inside each query's prefix, which are the
+    // ones written; `out` is written in full by the combining blocks (every row, head,
+    // token and element).
+    let part = raw::uninit((b, nq, t, nsplit, dim + 2), DType::F32, q.device())?;
+    let out = raw::uninit((b, t, nq * dim), q.dtype(), q.device())?;
     let cfg = LaunchConfig {
-        grid_dim: ((b * nk) as u32, t as u32, nsplit),
-        block_dim: (ATTN_THREADS, 1, 1),
-        shared_mem_bytes: g * (dim as u32 + CHUNK) * 4,
+        grid_dim: ((b * nk) as u32, t as u32, nsplit as u32),
+        block_dim: (ATT_THREADS, 1, 1),
+        shared_mem_bytes: attention_smem(g, dim, max_chunk) as u32,
     };
     let args = [
         addr(Some(q))?,
@@ -131,29 +174,14 @@ pub(crate) fn attention(
         Arg::U32(nk as u32),
         Arg::U32(max_seq as u32),
         Arg::U32(dim as u32),
-        Arg::U32(CHUNK),
-        Arg::U32(nsplit),
+        Arg::U32(nsplit as u32),
+        Arg::U32(max_chunk as u32),
         Arg::F32(scale),
         addr(Some(&part))?,
-    ];
-    go(&dev, "attn_partial", q.dtype(), cfg, &args)?;
-    // The combine kernel writes every element of `out`: one block per (row, head, token),
-    // one thread per element of the head.
-    let out = raw::uninit((b, t, nq * dim), q.dtype(), q.device())?;
-    let cfg =
-        LaunchConfig { grid_dim: ((b * nq) as u32, t as u32, 1), block_dim: (dim as u32, 1, 1), shared_mem_bytes: 0 };
-    let args = [
-        addr(Some(&part))?,
-        addr(Some(pos))?,
-        Arg::U32(t as u32),
-        Arg::U32(nq as u32),
-        Arg::U32(max_seq as u32),
-        Arg::U32(dim as u32),
-        Arg::U32(CHUNK),
-        Arg::U32(nsplit),
+        addr(Some(counters))?,
         addr(Some(&out))?,
     ];
-    go(&dev, "attn_combine", q.dtype(), cfg, &args)?;
+    go(&dev, "attention", q.dtype(), cfg, &args)?;
     Ok(out)
 }
 
@@ -181,6 +209,63 @@ pub(crate) fn add_rms_norm(x: &Tensor, delta: Option<&Tensor>, w: &Tensor, eps: 
     ];
     go(&dev, "add_rms_norm", x.dtype(), cfg, &args)?;
     Ok((sum, y))
+}
+
+/// Rows of `x` the GEMV kernel takes (`GEMV_MAX_M`).
+pub(crate) const GEMV_MAX_M: usize = 2;
+/// Threads of a GEMV block, and rows of W a block takes at a time (two per warp).
+const GEMV_THREADS: u32 = 256;
+const GEMV_ROWS_PER_BLOCK: u32 = 16;
+/// Persistent GEMV blocks: two per multiprocessor of an H100 (132); the grid strides.
+const GEMV_BLOCKS: u32 = 264;
+
+/// `y = f(x) . w^T (+ residual)` in one kernel (see `gemv` in decode.cu); `mode` 0 plain, 1
+/// RMSNorm with `nw`, 2 SwiGLU. The caller checks M <= 8, K % 8 == 0 and the shared memory.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn gemv(
+    x: &Tensor,
+    w: &Tensor,
+    (m, n, k): (usize, usize, usize),
+    mode: u32,
+    nw: Option<&Tensor>,
+    eps: f32,
+    residual: Option<&Tensor>,
+) -> Result<Tensor> {
+    let dev = cuda(x)?;
+    if device_address(w)? % 16 != 0 {
+        candle_core::bail!("gemv: the weight must start on a 16-byte boundary");
+    }
+    // Every element of y is written: the warps stride over all rows of W, two at a time, and
+    // write each row's output for all M rows of x.
+    let y = raw::uninit((m, n), x.dtype(), x.device())?;
+    // Split K across warps until there are about as many warp tasks as the persistent
+    // blocks hold warps (264 blocks of 8), keeping at least 4 loads a slice.
+    let steps = k.div_ceil(32 * (16 / x.dtype().size_in_bytes()));
+    let mut ks = 1usize;
+    while ks < 8 && n.div_ceil(2) * ks < (GEMV_BLOCKS as usize) * 8 && steps / (ks * 2) >= 4 {
+        ks *= 2;
+    }
+    let rows_per_block = GEMV_ROWS_PER_BLOCK as usize / ks;
+    let cfg = LaunchConfig {
+        grid_dim: (n.div_ceil(rows_per_block).min(GEMV_BLOCKS as usize) as u32, 1, 1),
+        block_dim: (GEMV_THREADS, 1, 1),
+        shared_mem_bytes: (m * k * x.dtype().size_in_bytes()) as u32,
+    };
+    let args = [
+        addr(Some(x))?,
+        addr(Some(w))?,
+        Arg::U32(m as u32),
+        Arg::U32(n as u32),
+        Arg::U32(k as u32),
+        Arg::U32(mode),
+        addr(nw)?,
+        Arg::F32(eps),
+        addr(residual)?,
+        addr(Some(&y))?,
+        Arg::U32(ks as u32),
+    ];
+    go(&dev, "gemv", x.dtype(), cfg, &args)?;
+    Ok(y)
 }
 
 /// `silu(x[:, :I]) * x[:, I:]`.

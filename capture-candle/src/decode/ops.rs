@@ -225,9 +225,11 @@ pub fn rope(x: &Tensor, heads: usize, table: &RopeTable, pos: &Tensor) -> Result
 /// query head `h` reads key/value head `h / (q_heads / kv_heads)`), scaled by `scale`.
 /// Returns `[batch, tokens, q_heads * head_dim]`, ready for the output projection.
 ///
-/// On CUDA, two kernels: the prefix is cut into chunks of 128 positions, one block per
-/// chunk and key/value head, and chunks past the prefix return at once, so the work grows
-/// with the position and not with the cache's length.
+/// On CUDA, one kernel: each row's prefix is cut into up to 32 chunks (of a multiple of 32
+/// positions, sized on the device from the row's length), one block per chunk and key/value
+/// head; blocks past the prefix return at once, so the work grows with the position and not
+/// with the cache's length; the last block of each head combines the chunks. It uses the cache's counters: do not run two attentions over one cache at once on
+/// different streams.
 ///
 /// # Errors
 /// [`Error::BadOperands`] for shapes or dtypes that do not fit, or more than 16 query heads
@@ -258,13 +260,13 @@ pub fn attention(q: &Tensor, cache: &KvCache, pos: &Tensor, scale: f32) -> Resul
     rows_u32(OP, "pos", pos, b, q)?;
     Ok(match on(OP, q)? {
         On::Cuda => {
-            if (nq / nk) * (dim + gpu::CHUNK as usize) * 4 > 48 * 1024 {
+            if dim % 8 != 0 || dim > 256 || gpu::attention_split(nq / nk, dim, s).is_none() {
                 return Err(Error::operands(
                     OP,
-                    format!("head_dim {dim} with {} query heads per key/value head needs more shared memory than a block has", nq / nk),
+                    format!("the CUDA kernel takes head_dim a multiple of 8 up to 256 (got {dim})"),
                 ));
             }
-            gpu::attention(q, cache.k(), cache.v(), pos, (b, nq, t, dim), (nk, s), scale)?
+            gpu::attention(q, cache.k(), cache.v(), pos, cache.counters(), (b, nq, t, dim), (nk, s), scale)?
         }
         On::Cpu => cpu::attention(q, cache.k(), cache.v(), pos, (b, nq, t, dim), (nk, s), scale)?,
     })
@@ -320,5 +322,78 @@ pub fn silu_mul(x: &Tensor) -> Result<Tensor> {
     Ok(match on(OP, x)? {
         On::Cuda => gpu::silu_mul(x)?,
         On::Cpu => cpu::silu_mul(x)?,
+    })
+}
+
+/// What [`matvec`] applies to its input before the product.
+#[derive(Clone, Copy, Debug)]
+#[non_exhaustive]
+pub enum Prologue<'a> {
+    /// Nothing.
+    None,
+    /// RMSNorm with this weight and epsilon (the norm before a projection).
+    RmsNorm(&'a Tensor, f64),
+    /// SwiGLU of a fused gate/up input `[rows, 2 * K]` (before the down projection).
+    SwiGlu,
+}
+
+/// A projection for decode: `y = f(x) . w^T`, plus `residual` when given, with the input
+/// transform `f` ([`Prologue`]) and the residual add fused into one kernel.
+///
+/// `x` is `[rows, K]` (`[rows, 2K]` for [`Prologue::SwiGlu`]), `w` is `[N, K]` (a
+/// `Linear`'s weight), `residual` is `[rows, N]`. On CUDA with at most 2 rows (decode of one
+/// or two sequences) it is one matrix-vector kernel that streams `w` once with 16-byte
+/// loads; otherwise (prefill, larger batches, the CPU) it is the same computation with this
+/// crate's transform kernels, a cuBLAS product and an add. The transform's output is rounded to the element type either way.
+///
+/// # Errors
+/// [`Error::BadOperands`] for shapes or dtypes that do not fit.
+pub fn matvec(x: &Tensor, w: &Tensor, prologue: Prologue<'_>, residual: Option<&Tensor>) -> Result<Tensor> {
+    const OP: &str = "matvec";
+    float(OP, "x", x)?;
+    contiguous(OP, "x", x)?;
+    same(OP, "the weight", w, x)?;
+    let (m, xk) = x.dims2().map_err(|_| Error::operands(OP, format!("x {:?} must be [rows, K]", x.dims())))?;
+    let (n, k) = w.dims2().map_err(|_| Error::operands(OP, format!("the weight {:?} must be [N, K]", w.dims())))?;
+    let want_k = if matches!(prologue, Prologue::SwiGlu) { 2 * k } else { k };
+    if xk != want_k {
+        return Err(Error::operands(
+            OP,
+            format!("x {:?} does not fit the weight {:?} (x needs {want_k} columns)", x.dims(), w.dims()),
+        ));
+    }
+    if let Prologue::RmsNorm(nw, eps) = prologue {
+        same(OP, "the norm weight", nw, x)?;
+        if nw.dims() != [k] {
+            return Err(Error::operands(OP, format!("the norm weight is {:?}, not [{k}]", nw.dims())));
+        }
+        if !(eps.is_finite() && eps > 0.0) {
+            return Err(Error::invalid("rms_norm_eps", eps, "a finite number above 0"));
+        }
+    }
+    if let Some(r) = residual {
+        same(OP, "the residual", r, x)?;
+        if r.dims() != [m, n] {
+            return Err(Error::operands(OP, format!("the residual is {:?}, not [{m}, {n}]", r.dims())));
+        }
+    }
+    let fits = m <= gpu::GEMV_MAX_M && k % 8 == 0 && m * k * x.dtype().size_in_bytes() <= 48 * 1024;
+    if matches!(on(OP, x)?, On::Cuda) && fits {
+        let (mode, nw, eps) = match prologue {
+            Prologue::None => (0, None, 1e-6),
+            Prologue::RmsNorm(nw, eps) => (1, Some(nw), eps as f32),
+            Prologue::SwiGlu => (2, None, 1e-6),
+        };
+        return Ok(gpu::gemv(x, w, (m, n, k), mode, nw, eps, residual)?);
+    }
+    let xin = match prologue {
+        Prologue::None => x.clone(),
+        Prologue::RmsNorm(nw, eps) => add_rms_norm(x, None, nw, eps)?.1,
+        Prologue::SwiGlu => silu_mul(x)?,
+    };
+    let y = xin.matmul(&w.t()?)?;
+    Ok(match residual {
+        Some(r) => (y + r)?,
+        None => y,
     })
 }

@@ -223,8 +223,8 @@ impl Config {
                 "a divisor of num_attention_heads, at most 16 query heads per key/value head",
             ));
         }
-        if self.head_dim == 0 || self.head_dim % 2 != 0 || self.head_dim > 512 {
-            return Err(unsupported("head_dim", self.head_dim, "an even number up to 512"));
+        if self.head_dim == 0 || self.head_dim % 8 != 0 || self.head_dim > 256 {
+            return Err(unsupported("head_dim", self.head_dim, "a multiple of 8 up to 256"));
         }
         if !(self.rms_norm_eps.is_finite() && self.rms_norm_eps > 0.0) {
             return Err(unsupported("rms_norm_eps", self.rms_norm_eps, "a finite number above 0"));

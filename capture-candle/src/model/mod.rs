@@ -16,8 +16,44 @@ pub use config::{Config, Family};
 pub use state::DecodeState;
 use weights::Source;
 
-use crate::decode::{self, RopeLayout, RopeTable};
+use crate::decode::{self, Prologue, RopeLayout, RopeTable};
 use crate::error::{Error, Result};
+
+/// A class of the decode step's kernels, for [`Model::run_part`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Part {
+    /// RMSNorm + QKV projection, every layer.
+    Qkv,
+    /// Bias + RoPE + KV-cache write, every layer.
+    RopeWrite,
+    /// Attention, every layer.
+    Attention,
+    /// Output projection + residual add, every layer.
+    OProj,
+    /// RMSNorm + gate/up projection, every layer.
+    GateUp,
+    /// SwiGLU + down projection + residual add, every layer.
+    Down,
+    /// Final RMSNorm + LM head.
+    LmHead,
+    /// The logits copy and the sampler.
+    Sample,
+}
+
+impl Part {
+    /// Every part, in step order.
+    pub const ALL: [Part; 8] = [
+        Part::Qkv,
+        Part::RopeWrite,
+        Part::Attention,
+        Part::OProj,
+        Part::GateUp,
+        Part::Down,
+        Part::LmHead,
+        Part::Sample,
+    ];
+}
 
 /// One decoder layer's weights. The q/k/v projections are one matrix (and the gate and up
 /// projections another), concatenated when the checkpoint is loaded: one matrix-vector
@@ -217,6 +253,89 @@ impl Model {
         self.forward(state.tokens(), state, 1, true)
     }
 
+    /// The same step with candle's unfused ops where the fused kernels stand (the residual
+    /// add and RMSNorm apart, SwiGLU as silu and mul of two views): the "before fusion"
+    /// baseline of the benchmark. Same results up to rounding.
+    ///
+    /// # Errors
+    /// As [`step`](Self::step).
+    pub fn step_unfused(&self, state: &DecodeState) -> Result<()> {
+        self.forward_with(state.tokens(), state, 1, true, false)
+    }
+
+    /// Runs one class of the decode step's operations alone, on scratch inputs of the step's
+    /// shapes for `state`'s batch at its positions: the pieces a breakdown times as
+    /// sub-graphs.
+    ///
+    /// # Errors
+    /// candle's.
+    pub fn run_part(&self, state: &DecodeState, part: Part) -> Result<()> {
+        let cfg = &self.cfg;
+        let b = state.batch();
+        let h = Tensor::zeros((b, cfg.hidden_size), self.dtype, &self.device)?;
+        let eps = cfg.rms_norm_eps;
+        let zeros = |c: usize| Tensor::zeros((b, c), self.dtype, &self.device);
+        match part {
+            Part::Qkv => {
+                for l in &self.layers {
+                    decode::matvec(&h, &l.qkv, Prologue::RmsNorm(&l.input_norm, eps), None)?;
+                }
+            }
+            Part::OProj => {
+                let att = zeros(cfg.q_width())?;
+                for l in &self.layers {
+                    decode::matvec(&att, &l.o, Prologue::None, Some(&h))?;
+                }
+            }
+            Part::GateUp => {
+                for l in &self.layers {
+                    decode::matvec(&h, &l.gate_up, Prologue::RmsNorm(&l.post_norm, eps), None)?;
+                }
+            }
+            Part::Down => {
+                let gu = zeros(2 * cfg.intermediate_size)?;
+                for l in &self.layers {
+                    decode::matvec(&gu, &l.down, Prologue::SwiGlu, Some(&h))?;
+                }
+            }
+            Part::LmHead => {
+                decode::matvec(&h, &self.lm_head, Prologue::RmsNorm(&self.norm, eps), None)?;
+            }
+            Part::Attention => {
+                let q = Tensor::zeros((b, cfg.num_attention_heads, 1, cfg.head_dim), self.dtype, &self.device)?;
+                for c in state.caches() {
+                    decode::attention(&q, c, state.pos(), 0.125)?;
+                }
+            }
+            Part::RopeWrite => {
+                let qkv = Tensor::zeros(
+                    (b, (cfg.num_attention_heads + 2 * cfg.num_key_value_heads) * cfg.head_dim),
+                    self.dtype,
+                    &self.device,
+                )?;
+                for (c, l) in state.caches().iter().zip(&self.layers) {
+                    let a = Some(state.active());
+                    decode::qkv_rope_write(
+                        &qkv,
+                        l.qkv_bias.as_ref(),
+                        &self.rope,
+                        state.pos(),
+                        a,
+                        c,
+                        state.overflow(),
+                        cfg.num_attention_heads,
+                    )?;
+                }
+            }
+            Part::Sample => {
+                let logits = Tensor::zeros((b, cfg.vocab_size), self.dtype, &self.device)?;
+                state.keep_logits(&logits)?;
+                state.sampler().sample(&logits, state.tokens(), state.pos(), Some(state.active()), 0)?;
+            }
+        }
+        Ok(())
+    }
+
     /// Runs `tokens_per_row` tokens of every row (`tokens`: u32 `[batch * tokens_per_row]`,
     /// row-major) from each row's device position; with `sample`, draws each row's next
     /// token from its last logits and advances its position by `tokens_per_row`.
@@ -227,6 +346,17 @@ impl Model {
         tokens_per_row: usize,
         sample: bool,
     ) -> Result<()> {
+        self.forward_with(tokens, state, tokens_per_row, sample, true)
+    }
+
+    fn forward_with(
+        &self,
+        tokens: &Tensor,
+        state: &DecodeState,
+        tokens_per_row: usize,
+        sample: bool,
+        fused: bool,
+    ) -> Result<()> {
         let b = state.batch();
         let cfg = &self.cfg;
         let n = b * tokens_per_row;
@@ -236,38 +366,81 @@ impl Model {
         let eps = cfg.rms_norm_eps;
         let scale = 1.0 / (cfg.head_dim as f32).sqrt();
         let x = self.embed.index_select(tokens, 0)?; // [n, hidden]
-        let (mut res, mut h) = decode::add_rms_norm(&x, None, &self.layers[0].input_norm, eps)?;
-        for (i, l) in self.layers.iter().enumerate() {
-            let qkv = h.matmul(&l.qkv.t()?)?;
+        let last_rows = |h: Tensor| -> Result<Tensor> {
+            if tokens_per_row == 1 {
+                return Ok(h);
+            }
+            Ok(h.reshape((b, tokens_per_row, cfg.hidden_size))?
+                .narrow(1, tokens_per_row - 1, 1)?
+                .reshape((b, cfg.hidden_size))?)
+        };
+        let attend = |i: usize, l: &Layer, qkv: &Tensor| -> Result<Tensor> {
+            let cache = &state.caches()[i];
+            let heads = cfg.num_attention_heads;
             let q = decode::qkv_rope_write(
-                &qkv,
+                qkv,
                 l.qkv_bias.as_ref(),
                 &self.rope,
                 state.pos(),
                 Some(state.active()),
-                &state.caches()[i],
+                cache,
                 state.overflow(),
-                cfg.num_attention_heads,
+                heads,
             )?;
-            let att = decode::attention(&q, &state.caches()[i], state.pos(), scale)?.reshape((n, cfg.q_width()))?;
-            let o = att.matmul(&l.o.t()?)?;
-            let (r, hh) = decode::add_rms_norm(&res, Some(&o), &l.post_norm, eps)?;
-            let m = decode::silu_mul(&hh.matmul(&l.gate_up.t()?)?)?;
-            let d = m.matmul(&l.down.t()?)?;
-            let next_norm = self.layers.get(i + 1).map_or(&self.norm, |l| &l.input_norm);
-            (res, h) = decode::add_rms_norm(&r, Some(&d), next_norm, eps)?;
-        }
-        if !sample {
-            return Ok(());
-        }
-        let last = if tokens_per_row == 1 {
-            h
-        } else {
-            h.reshape((b, tokens_per_row, cfg.hidden_size))?
-                .narrow(1, tokens_per_row - 1, 1)?
-                .reshape((b, cfg.hidden_size))?
+            Ok(decode::attention(&q, cache, state.pos(), scale)?.reshape((n, cfg.q_width()))?)
         };
-        let logits = last.matmul(&self.lm_head.t()?)?;
+        let logits = if fused && n > decode::MATVEC_ROWS {
+            // Larger batches and prefill: cuBLAS products, with the residual add fused into
+            // the next RMSNorm and SwiGLU in one kernel: ten kernels a layer.
+            let (mut res, mut h) = decode::add_rms_norm(&x, None, &self.layers[0].input_norm, eps)?;
+            for (i, l) in self.layers.iter().enumerate() {
+                let att = attend(i, l, &h.matmul(&l.qkv.t()?)?)?;
+                let o = att.matmul(&l.o.t()?)?;
+                let (r, hh) = decode::add_rms_norm(&res, Some(&o), &l.post_norm, eps)?;
+                let m = decode::silu_mul(&hh.matmul(&l.gate_up.t()?)?)?;
+                let d = m.matmul(&l.down.t()?)?;
+                let next_norm = self.layers.get(i + 1).map_or(&self.norm, |l| &l.input_norm);
+                (res, h) = decode::add_rms_norm(&r, Some(&d), next_norm, eps)?;
+            }
+            if !sample {
+                return Ok(());
+            }
+            last_rows(h)?.matmul(&self.lm_head.t()?)?
+        } else if fused {
+            // One or two rows (decode): six kernels a layer: norm + QKV, RoPE + cache write, attention, output
+            // projection + residual, norm + gate/up, SwiGLU + down + residual.
+            let mut res = x;
+            for (i, l) in self.layers.iter().enumerate() {
+                let qkv = decode::matvec(&res, &l.qkv, Prologue::RmsNorm(&l.input_norm, eps), None)?;
+                let att = attend(i, l, &qkv)?;
+                res = decode::matvec(&att, &l.o, Prologue::None, Some(&res))?;
+                let gu = decode::matvec(&res, &l.gate_up, Prologue::RmsNorm(&l.post_norm, eps), None)?;
+                res = decode::matvec(&gu, &l.down, Prologue::SwiGlu, Some(&res))?;
+            }
+            if !sample {
+                return Ok(());
+            }
+            decode::matvec(&last_rows(res)?, &self.lm_head, Prologue::RmsNorm(&self.norm, eps), None)?
+        } else {
+            // candle's ops: the residual add and RMSNorm apart, SwiGLU as silu and mul of
+            // two views, cuBLAS products.
+            let mut res = x;
+            for (i, l) in self.layers.iter().enumerate() {
+                let h = candle_nn::ops::rms_norm(&res, &l.input_norm, eps as f32)?;
+                let att = attend(i, l, &h.matmul(&l.qkv.t()?)?)?;
+                res = (res + att.matmul(&l.o.t()?)?)?;
+                let h = candle_nn::ops::rms_norm(&res, &l.post_norm, eps as f32)?;
+                let gu = h.matmul(&l.gate_up.t()?)?;
+                let i = cfg.intermediate_size;
+                let m = (gu.narrow(1, 0, i)?.silu()? * gu.narrow(1, i, i)?)?;
+                res = (res + m.matmul(&l.down.t()?)?)?;
+            }
+            if !sample {
+                return Ok(());
+            }
+            let h = candle_nn::ops::rms_norm(&last_rows(res)?, &self.norm, eps as f32)?;
+            h.matmul(&self.lm_head.t()?)?
+        };
         state.keep_logits(&logits)?;
         state.sampler().sample(&logits, state.tokens(), state.pos(), Some(state.active()), tokens_per_row as u32)
     }

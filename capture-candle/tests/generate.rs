@@ -1,0 +1,85 @@
+//! The generate loop on a GPU (issue #21 part 3, and the bad-input lists of #21 and #22):
+//! batch buckets with padded rows that stay inert, buckets replayed alternately, a sequence
+//! that reaches the end of its cache, and requests refused before any work.
+
+mod common;
+
+use std::sync::Arc;
+
+use candle_core::DType;
+use capture_candle::decode::SamplingParams;
+use capture_candle::generate::{Generation, Generator, Request, StopReason};
+use capture_candle::model::{Config, Family, Model};
+use capture_candle::{CandleStream, Error};
+use common::gpu;
+
+fn request(i: u32, max_new: usize, sampling: SamplingParams) -> Request {
+    Request {
+        prompt: (0..3 + i).map(|t| (t * 7 + i * 13) % 97).collect(),
+        sampling,
+        seed: 40 + i as u64,
+        max_new_tokens: max_new,
+    }
+}
+
+fn generator(max_seq: usize) -> Option<(CandleStream, Generator)> {
+    let dev = gpu()?;
+    let model = Model::random(&Config::tiny(Family::Qwen2), DType::F32, max_seq, &dev, 3).unwrap();
+    let mut cs = CandleStream::new(&dev).unwrap();
+    let gen = Generator::new(&mut cs, Arc::new(model), &[1, 2, 4, 8]).unwrap().with_stop_tokens(Vec::new());
+    Some((cs, gen))
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn padded_rows_are_inert_and_buckets_alternate_safely() {
+    let Some((mut cs, mut gen)) = generator(128) else { return };
+    for sampling in [SamplingParams::GREEDY, SamplingParams::new(1.0, 20, 0.9).unwrap()] {
+        let alone: Vec<Generation> =
+            (0..3).map(|i| gen.generate(&mut cs, &[request(i, 24, sampling)], |_| {}).unwrap().remove(0)).collect();
+        // Three sequences in the bucket of 4: row 3 is padding.
+        let together =
+            gen.generate(&mut cs, &(0..3).map(|i| request(i, 24, sampling)).collect::<Vec<_>>(), |_| {}).unwrap();
+        assert_eq!(together, alone, "a row decodes the same alone and in a padded batch ({sampling:?})");
+        let state = &gen.decoder().state;
+        assert_eq!(state.read_pos().unwrap()[3], 0, "the padded row never moved");
+        // Buckets 1, 4, 2, 1 one after another: each gives the same as before.
+        for n in [1u32, 3, 2, 1] {
+            let out =
+                gen.generate(&mut cs, &(0..n).map(|i| request(i, 24, sampling)).collect::<Vec<_>>(), |_| {}).unwrap();
+            assert_eq!(out, alone[..n as usize], "bucket for {n}");
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn a_sequence_that_fills_its_cache_stops_with_a_typed_reason() {
+    let Some((mut cs, mut gen)) = generator(16) else { return };
+    let mut r = request(0, 100, SamplingParams::GREEDY);
+    r.prompt = vec![5; 10];
+    let out = gen.generate(&mut cs, &[r, request(1, 3, SamplingParams::GREEDY)], |_| {}).unwrap();
+    // The prefill draws the token for position 10; steps write positions 10..=15; the step
+    // at 16 overflows and its token is discarded.
+    assert_eq!(out[0].stop, StopReason::CacheFull);
+    assert_eq!(out[0].tokens.len(), 7);
+    assert_eq!((out[1].stop, out[1].tokens.len()), (StopReason::Limit, 3));
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn bad_requests_are_refused_before_any_work() {
+    let Some((mut cs, mut gen)) = generator(16) else { return };
+    let many: Vec<Request> = (0..9).map(|i| request(i, 4, SamplingParams::GREEDY)).collect();
+    assert!(matches!(gen.generate(&mut cs, &many, |_| {}), Err(Error::BatchTooLarge { size: 9, largest: 8 })));
+    let mut long = request(0, 4, SamplingParams::GREEDY);
+    long.prompt = vec![1; 17];
+    assert!(matches!(gen.generate(&mut cs, &[long], |_| {}), Err(Error::PromptTooLong { len: 17, max_seq: 16 })));
+    let mut bad = request(0, 4, SamplingParams::GREEDY);
+    bad.sampling.temperature = f32::NAN;
+    assert!(matches!(gen.generate(&mut cs, &[bad], |_| {}), Err(Error::InvalidArgument { .. })));
+    assert!(matches!(gen.generate(&mut cs, &[], |_| {}), Err(Error::InvalidArgument { .. })));
+    // And the generator still works.
+    let ok = gen.generate(&mut cs, &[request(0, 4, SamplingParams::GREEDY)], |_| {}).unwrap();
+    assert_eq!(ok[0].tokens.len(), 4);
+}
