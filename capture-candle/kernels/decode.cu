@@ -580,6 +580,50 @@ static __device__ __forceinline__ void load8(const typename E::T* x, u32 V, u32 
     }
 }
 
+// Radix selection over the keys of a row of logits, 8 bits a pass from the top: the largest
+// key K such that the keys at or above it (among keys >= `floor`) weigh at least `target`,
+// counting each key once (`weighted` false: the k-th largest key) or by its fixed-point
+// probability exp((x - xmax) * inv_t) * 2^24 (`weighted`: the top-p threshold). `hist`,
+// `remaining` and `chosen` are the caller's shared memory. Every thread of the block calls it.
+template <typename E>
+__device__ u32 radix_select(const typename E::T* x, u32 V, bool vec, u64 target, bool weighted, u32 floor,
+                            float xmax, float inv_t, unsigned long long* hist, unsigned long long& remaining,
+                            u32& chosen) {
+    const u32 tid = threadIdx.x, nt = blockDim.x;
+    u32 prefix = 0, mask = 0;
+    if (tid == 0) remaining = target;
+    for (int shift = 24; shift >= 0; shift -= 8) {
+        for (u32 j = tid; j < 256; j += nt) hist[j] = 0;
+        __syncthreads();
+        for (u32 c0 = 0; c0 * 8 < V; c0 += nt) {
+            const u32 c = c0 + tid;
+            float v[8];
+            load8<E>(x, V, c * 8, vec, v);
+#pragma unroll
+            for (u32 j = 0; j < 8; ++j) {
+                const u32 i = c * 8 + j, k = key_of(v[j]);
+                const bool in = i < V && k >= floor && (k & mask) == prefix;
+                const u64 w = !in ? 0 : weighted ? (u64)(expf((v[j] - xmax) * inv_t) * 16777216.f) : 1;
+                warp_hist_add(hist, (k >> shift) & 255u, w, in && w != 0);
+            }
+        }
+        __syncthreads();
+        if (tid == 0) {
+            u32 bin = 255;
+            for (;; --bin) {
+                if (hist[bin] >= remaining || bin == 0) break;
+                remaining -= hist[bin];
+            }
+            chosen = bin;
+        }
+        __syncthreads();
+        prefix |= chosen << shift;
+        mask |= 255u << shift;
+        __syncthreads();
+    }
+    return prefix;
+}
+
 template <typename E>
 __device__ void sample(const typename E::T* logits, u32 V, const float* params, u32* rng, u32* tokens,
                        u32* pos, const u32* active, u32 advance) {
@@ -633,38 +677,7 @@ __device__ void sample(const typename E::T* logits, u32 V, const float* params, 
         // Keys of the scaled logits order like the logits themselves (temp > 0).
         // top_k: the k-th largest key, by radix selection (8 bits a pass).
         u32 kmin = 0;
-        if (top_k > 0 && top_k < V) {
-            u32 prefix = 0, mask = 0;
-            if (tid == 0) remaining = top_k;
-            for (int shift = 24; shift >= 0; shift -= 8) {
-                for (u32 j = tid; j < 256; j += nt) hist[j] = 0;
-                __syncthreads();
-                for (u32 c0 = 0; c0 * 8 < V; c0 += nt) {
-                    const u32 c = c0 + tid;
-                    float v[8];
-                    load8<E>(x, V, c * 8, vec, v);
-#pragma unroll
-                    for (u32 j = 0; j < 8; ++j) {
-                        const u32 i = c * 8 + j, k = key_of(v[j]);
-                        warp_hist_add(hist, (k >> shift) & 255u, 1, i < V && (k & mask) == prefix);
-                    }
-                }
-                __syncthreads();
-                if (tid == 0) {
-                    u32 bin = 255;
-                    for (;; --bin) {
-                        if (hist[bin] >= remaining || bin == 0) break;
-                        remaining -= hist[bin];
-                    }
-                    chosen = bin;
-                }
-                __syncthreads();
-                prefix |= chosen << shift;
-                mask |= 255u << shift;
-                __syncthreads();
-            }
-            kmin = prefix;
-        }
+        if (top_k > 0 && top_k < V) kmin = radix_select<E>(x, V, vec, top_k, false, 0, xmax, inv_t, hist, remaining, chosen);
         // Fixed-point weights of the kept logits.
         // w(i) = exp((x_i - xmax) / temp) * 2^24, 0 below kmin.
         u64 total = 0;
@@ -687,42 +700,11 @@ __device__ void sample(const typename E::T* logits, u32 V, const float* params, 
         if (top_p < 1.f && top_p > 0.f && total > 0) {
             u64 target = (u64)ceil((double)top_p * (double)total);
             if (target < 1) target = 1;
-            u32 prefix = 0, mask = 0;
-            if (tid == 0) remaining = target;
-            for (int shift = 24; shift >= 0; shift -= 8) {
-                for (u32 j = tid; j < 256; j += nt) hist[j] = 0;
-                __syncthreads();
-                for (u32 c0 = 0; c0 * 8 < V; c0 += nt) {
-                    const u32 c = c0 + tid;
-                    float v[8];
-                    load8<E>(x, V, c * 8, vec, v);
-#pragma unroll
-                    for (u32 j = 0; j < 8; ++j) {
-                        const u32 i = c * 8 + j, k = key_of(v[j]);
-                        const bool in = i < V && k >= kmin && (k & mask) == prefix;
-                        const u64 w = in ? (u64)(expf((v[j] - xmax) * inv_t) * 16777216.f) : 0;
-                        warp_hist_add(hist, (k >> shift) & 255u, w, in && w != 0);
-                    }
-                }
-                __syncthreads();
-                if (tid == 0) {
-                    u32 bin = 255;
-                    for (;; --bin) {
-                        if (hist[bin] >= remaining || bin == 0) break;
-                        remaining -= hist[bin];
-                    }
-                    chosen = bin;
-                }
-                __syncthreads();
-                prefix |= chosen << shift;
-                mask |= 255u << shift;
-                __syncthreads();
-            }
-            pmin = prefix;
+            pmin = radix_select<E>(x, V, vec, target, true, kmin, xmax, inv_t, hist, remaining, chosen);
         }
         const u32 keep = kmin > pmin ? kmin : pmin;
-        // The kept weights in index order: each thread sums a contiguous range.
-        // Contiguous ranges of a multiple of 8 logits.
+        // The kept weights in index order: each thread sums a contiguous range (a multiple of
+        // 8 logits).
         const u32 per = (V + nt * 8 - 1) / (nt * 8) * 8, lo = min(tid * per, V), hi = min(lo + per, V);
         u64 mine = 0;
         for (u32 i0 = lo; i0 < hi; i0 += 8) {

@@ -183,10 +183,10 @@ fn reference_attention(q: &Tensor, k: &Tensor, v: &Tensor, pos: &[u32], scale: f
     let cpu = |x: &Tensor| x.to_device(&Device::Cpu).unwrap().to_dtype(DType::F32).unwrap();
     let (q, k, v) = (cpu(q), cpu(k), cpu(v));
     let mut out = Vec::new();
-    for row in 0..b {
+    for (row, &p) in pos.iter().enumerate().take(b) {
         let mut rows = Vec::new();
         for tt in 0..t {
-            let len = pos[row] as usize + tt + 1;
+            let len = p as usize + tt + 1;
             let mut heads = Vec::new();
             for h in 0..nq {
                 let kh = h / (nq / nk);

@@ -5,21 +5,11 @@
 //! GPU tests are ignored by plain `cargo test`; `CAPTURE_REQUIRE_GPU=1` makes a missing GPU
 //! a failure when they are run with `--include-ignored`.
 
+mod common;
+
 use candle_core::{DType, Device, Tensor};
 use capture_candle::{CandleStream, Error};
-
-/// candle's CUDA device with its own stream, or `None` (the test passes as skipped) when no
-/// GPU is present; with `CAPTURE_REQUIRE_GPU=1`, a missing GPU panics.
-fn gpu() -> Option<Device> {
-    match Device::new_cuda_with_stream(0) {
-        Ok(d) => Some(d),
-        Err(e) => {
-            assert!(std::env::var_os("CAPTURE_REQUIRE_GPU").is_none(), "CAPTURE_REQUIRE_GPU is set but no GPU: {e}");
-            eprintln!("skipped: no CUDA device ({e})");
-            None
-        }
-    }
-}
+use common::gpu;
 
 /// An eager candle op, read back: the device still works.
 fn eager_op_works(dev: &Device) {

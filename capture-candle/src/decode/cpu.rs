@@ -128,11 +128,11 @@ pub(crate) fn attention(
     let (qv, kv, vv, pos) = (f32s(q)?, f32s(k)?, f32s(v)?, u32s(pos)?);
     let g = nq / nk;
     let mut out = vec![0f32; b_n * t_n * nq * dim];
-    for b in 0..b_n {
+    for (b, &p) in pos.iter().enumerate().take(b_n) {
         for h in 0..nq {
             let kh = h / g;
             for t in 0..t_n {
-                let len = (pos[b] as usize + t + 1).min(s);
+                let len = (p as usize + t + 1).min(s);
                 let qo = ((b * nq + h) * t_n + t) * dim;
                 let kb = (b * nk + kh) * s * dim;
                 let scores: Vec<f32> =
@@ -208,7 +208,7 @@ pub(crate) fn sample_row(x: &[f32], temp: f32, top_p: f32, top_k: u32, seed: u64
         }
     }
     let xmax = x[argmax];
-    if temp.is_nan() || temp <= 0.0 || !(xmax > f32::NEG_INFINITY) || top_k == 1 {
+    if temp.is_nan() || temp <= 0.0 || xmax.is_nan() || xmax == f32::NEG_INFINITY || top_k == 1 {
         return argmax as u32;
     }
     let inv_t = 1.0 / temp;
@@ -223,7 +223,7 @@ pub(crate) fn sample_row(x: &[f32], temp: f32, top_p: f32, top_k: u32, seed: u64
         // Walk distinct keys from the top until their weight reaches the target.
         let mut order: Vec<(u32, u64)> =
             x.iter().filter(|&&v| key_of(v) >= kmin).map(|&v| (key_of(v), w(v) as u64)).collect();
-        order.sort_unstable_by(|a, b| b.0.cmp(&a.0));
+        order.sort_unstable_by_key(|o| std::cmp::Reverse(o.0));
         let mut acc = 0u64;
         for (k, wt) in order {
             acc += wt;
