@@ -189,6 +189,9 @@ pub(crate) fn attention(
 pub(crate) fn add_rms_norm(x: &Tensor, delta: Option<&Tensor>, w: &Tensor, eps: f32) -> Result<(Tensor, Tensor)> {
     let dev = cuda(x)?;
     let (rows, cols) = x.dims2()?;
+    if rows > i32::MAX as usize || cols > i32::MAX as usize {
+        candle_core::bail!("add_rms_norm: [{rows}, {cols}] is above the kernel's 2^31 limit");
+    }
     // The kernel writes every element of `y` (and of `sum` when `delta` is given): one
     // block per row, its threads striding over the columns.
     let y = raw::uninit((rows, cols), x.dtype(), x.device())?;
@@ -273,6 +276,9 @@ pub(crate) fn silu_mul(x: &Tensor) -> Result<Tensor> {
     let dev = cuda(x)?;
     let (rows, two_i) = x.dims2()?;
     let inter = two_i / 2;
+    if inter > i32::MAX as usize {
+        candle_core::bail!("silu_mul: {inter} columns are above the kernel's 2^31 limit");
+    }
     let n = (rows * inter) as u64;
     // The grid-stride loop writes every one of the `n` elements.
     let out = raw::uninit((rows, inter), x.dtype(), x.device())?;

@@ -43,6 +43,14 @@ pub(crate) fn contiguous(op: &'static str, what: &str, t: &Tensor) -> Result<()>
     Ok(())
 }
 
+/// A size the kernels take as a 32-bit value.
+pub(crate) fn fits_u32(op: &'static str, what: &str, n: usize) -> Result<()> {
+    if n > i32::MAX as usize {
+        return Err(Error::operands(op, format!("{what} = {n} is above the kernels' 2^31 limit")));
+    }
+    Ok(())
+}
+
 /// A `[rows]` u32 tensor on `like`'s device.
 pub(crate) fn rows_u32(op: &'static str, what: &str, t: &Tensor, rows: usize, like: &Tensor) -> Result<()> {
     if t.dtype() != DType::U32 || t.dims() != [rows] {
@@ -129,6 +137,8 @@ pub fn qkv_rope_write(
         rows_u32(OP, "active", a, batch, qkv)?;
     }
     let tokens = rows_total / batch;
+    fits_u32(OP, "token rows", rows_total)?;
+    fits_u32(OP, "qkv width", width)?;
     let q = match on(OP, qkv)? {
         // `rope_write` writes every element of q: one thread per pair of every query head
         // of every token row.
@@ -186,6 +196,7 @@ pub fn rope(x: &Tensor, heads: usize, table: &RopeTable, pos: &Tensor) -> Result
     }
     rows_u32(OP, "pos", pos, batch, x)?;
     let tokens = x.elem_count() / (width * batch);
+    fits_u32(OP, "token rows", batch * tokens)?;
     let overflow = Tensor::zeros(batch, DType::U32, x.device())?;
     let q = match on(OP, x)? {
         // Every element is written, as for `qkv_rope_write`'s queries.
@@ -258,6 +269,8 @@ pub fn attention(q: &Tensor, cache: &KvCache, pos: &Tensor, scale: f32) -> Resul
         return Err(Error::invalid("attention scale", scale, "a finite number"));
     }
     rows_u32(OP, "pos", pos, b, q)?;
+    fits_u32(OP, "batch * kv_heads", b * nk)?;
+    fits_u32(OP, "tokens", t)?;
     Ok(match on(OP, q)? {
         On::Cuda => {
             if dim % 8 != 0 || dim > 256 || gpu::attention_split(nq / nk, dim, s).is_none() {
@@ -377,6 +390,8 @@ pub fn matvec(x: &Tensor, w: &Tensor, prologue: Prologue<'_>, residual: Option<&
             return Err(Error::operands(OP, format!("the residual is {:?}, not [{m}, {n}]", r.dims())));
         }
     }
+    fits_u32(OP, "N", n)?;
+    fits_u32(OP, "K", k)?;
     let fits = m <= gpu::GEMV_MAX_M && k % 8 == 0 && m * k * x.dtype().size_in_bytes() <= 48 * 1024;
     if matches!(on(OP, x)?, On::Cuda) && fits {
         let (mode, nw, eps) = match prologue {
