@@ -281,7 +281,8 @@ fn ordered_logits(b: usize, v: usize, dtype: DType, dev: &Device, scale: f32) ->
 fn sampling(dev: &Device) {
     let (b, v) = (4, 1000);
     for dtype in DTYPES {
-        // Spaced 1/64 apart: exact in f16 and bf16 near 0? Not near 15: compare by rank.
+        // Spaced 1/64 apart; f16 and bf16 round several neighbours to one value, so the
+        // checks below compare ranks of the values the row actually holds.
         let logits = ordered_logits(b, v, dtype, dev, 1.0 / 64.0);
         let sampler = Sampler::new(b, dev).unwrap();
         let tokens = u32t(&[0; 4], dev);
