@@ -511,6 +511,15 @@ fn matvec(dev: &Device) {
                 }
             }
         }
+        // A view that starts off a 16-byte boundary (one row into a [3, k] tensor of an odd
+        // number of elements per row is still aligned; one element in is not) is computed too.
+        let big = rand(&[1, k + 1], dtype, dev, 35);
+        let odd = big.narrow(1, 1, k).unwrap().contiguous().unwrap();
+        let view = big.flatten_all().unwrap().narrow(0, 1, k).unwrap().reshape((1, k)).unwrap();
+        let a = decode::matvec(&view, &w, Prologue::None, None).unwrap();
+        let b = decode::matvec(&odd, &w, Prologue::None, None).unwrap();
+        let e = rel_err(&f32s(&a), &f32s(&b));
+        assert!(e < tol(dtype) * 2.0, "{dtype:?}: a misaligned view gives {e}");
         let e = decode::matvec(&rand(&[2, 100], dtype, dev, 1), &w, Prologue::None, None).unwrap_err();
         assert!(matches!(e, Error::BadOperands { .. }), "{e}");
     }

@@ -393,7 +393,15 @@ pub fn matvec(x: &Tensor, w: &Tensor, prologue: Prologue<'_>, residual: Option<&
     fits_u32(OP, "N", n)?;
     fits_u32(OP, "K", k)?;
     let fits = m <= gpu::GEMV_MAX_M && k % 8 == 0 && m * k * x.dtype().size_in_bytes() <= 48 * 1024;
-    if matches!(on(OP, x)?, On::Cuda) && fits {
+    // The kernel reads x, w and the norm weight 16 bytes at a time: views that start off a
+    // 16-byte boundary take the fallback path (a misaligned load would fault on the device).
+    let cuda = matches!(on(OP, x)?, On::Cuda);
+    let aligned = |t: &Tensor| crate::raw::device_address(t).map(|a| a % 16 == 0).unwrap_or(false);
+    let nw_aligned = match prologue {
+        Prologue::RmsNorm(nw, _) => cuda && aligned(nw),
+        _ => true,
+    };
+    if cuda && fits && aligned(x) && aligned(w) && nw_aligned {
         let (mode, nw, eps) = match prologue {
             Prologue::None => (0, None, 1e-6),
             Prologue::RmsNorm(nw, eps) => (1, Some(nw), eps as f32),
