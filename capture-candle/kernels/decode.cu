@@ -55,6 +55,13 @@ static __device__ __forceinline__ float warp_max(float v) {
     return v;
 }
 
+// A float as an unsigned key that orders like the float (NaN as -inf).
+static __device__ __forceinline__ u32 key_of(float f) {
+    if (f != f) f = -INFINITY;
+    const u32 u = __float_as_uint(f);
+    return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+}
+
 // ---------------------------------------------------------------------------------------
 // Rotary embedding at device positions, fused with the KV-cache write.
 //
@@ -383,7 +390,8 @@ template <> struct Pack<F16> : PackHalf<F16> {};
 
 template <typename E>
 __device__ void gemv(const typename E::T* x, const typename E::T* W, u32 M, u32 N, u32 K, u32 mode,
-                     const typename E::T* nw, float eps, const typename E::T* residual, typename E::T* y, u32 ks) {
+                     const typename E::T* nw, float eps, const typename E::T* residual, typename E::T* y, u32 ks,
+                     unsigned long long* amax) {
     typedef typename E::T T;
     constexpr u32 EL = Pack<E>::EL;
     extern __shared__ float gsm[];
@@ -399,6 +407,9 @@ __device__ void gemv(const typename E::T* x, const typename E::T* W, u32 M, u32 
     const u32 s_begin = min(steps, slice * slice_steps), s_end = min(steps, s_begin + slice_steps);
     const u32 groups = (N + 2 * per_block - 1) / (2 * per_block);
     __shared__ float parts[GEMV_WARPS][GEMV_MAX_M][2];
+    // With `amax`: each row of y's largest (rounded) value and its first index, packed as
+    // key << 32 | ~index, kept per thread, then one atomicMax per block (max is order-free).
+    unsigned long long best[GEMV_MAX_M] = {0, 0};
     auto row_of = [&](u32 grp) { return (grp * per_block + warp / ks) * 2; };
     uint4 pa[GEMV_PF], pb[GEMV_PF];
     auto fetch = [&](u32 row, u32 s0) {
@@ -518,9 +529,26 @@ __device__ void gemv(const typename E::T* x, const typename E::T* W, u32 M, u32 
                     const u64 o = (u64)m * N + n + r;
                     E::st(y, o, v);
                     if (residual) E::st(y, o, E::ld(y, o) + E::ld(residual, o));
+                    if (amax) {
+                        const unsigned long long pk =
+                            ((unsigned long long)key_of(E::ld(y, o)) << 32) | (0xffffffffu - (n + r));
+                        if (pk > best[m]) best[m] = pk;
+                    }
                 }
         }
         __syncthreads();
+    }
+    if (amax) {
+        __shared__ unsigned long long bb[GEMV_WARPS][GEMV_MAX_M];
+        if (lane == 0)
+            for (u32 m = 0; m < GEMV_MAX_M; ++m) bb[warp][m] = best[m];
+        __syncthreads();
+        if (tid == 0)
+            for (u32 m = 0; m < M; ++m) {
+                unsigned long long mx = 0;
+                for (u32 w = 0; w < GEMV_WARPS; ++w) mx = bb[w][m] > mx ? bb[w][m] : mx;
+                if (mx) atomicMax(amax + m, mx);
+            }
     }
 }
 
@@ -563,11 +591,6 @@ static __device__ __forceinline__ void warp_hist_add(unsigned long long* hist, u
     }
 }
 
-static __device__ __forceinline__ u32 key_of(float f) {
-    if (f != f) f = -INFINITY;
-    const u32 u = __float_as_uint(f);
-    return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
-}
 
 // Eight logits from index i0 (16-byte loads when `vec`), -inf past V.
 template <typename E>
@@ -626,12 +649,25 @@ __device__ u32 radix_select(const typename E::T* x, u32 V, bool vec, u64 target,
 
 template <typename E>
 __device__ void sample(const typename E::T* logits, u32 V, const float* params, u32* rng, u32* tokens,
-                       u32* pos, const u32* active, u32 advance) {
+                       u32* pos, const u32* active, u32 advance, unsigned long long* amax) {
     const u32 b = blockIdx.x, tid = threadIdx.x, nt = blockDim.x;
+    // The LM head's packed argmax of this row (when it computed one), then the slot is set
+    // back to 0 for the next step, whether or not the row is active.
+    const unsigned long long pre = amax ? amax[b] : 0;
+    __syncthreads();
+    if (amax && tid == 0) amax[b] = 0;
     if (active && active[b] == 0) return;
     const typename E::T* x = logits + (u64)b * V;
     const float temp = params[b * 3 + 0], top_p = params[b * 3 + 1];
     const u32 top_k = (u32)params[b * 3 + 2];
+    if ((!(temp > 0.f) || top_k == 1) && pre != 0) {
+        // Greedy, and the argmax is known: no scan.
+        if (tid == 0) {
+            tokens[b] = 0xffffffffu - (u32)(pre & 0xffffffffu);
+            pos[b] += advance;
+        }
+        return;
+    }
     __shared__ u32 skey[32];
     __shared__ u32 sidx[32];
     __shared__ unsigned long long hist[256];
@@ -788,15 +824,16 @@ __device__ void sample(const typename E::T* logits, u32 V, const float* params, 
         silu_mul<E>(in, inter, n, out);                                                                   \
     }                                                                                                     \
     extern "C" __global__ void sample_##SUF(const E::T* logits, u32 V, const float* params, u32* rng,     \
-                                           u32* tokens, u32* pos, const u32* active, u32 advance) {       \
-        sample<E>(logits, V, params, rng, tokens, pos, active, advance);                                  \
+                                           u32* tokens, u32* pos, const u32* active, u32 advance,         \
+                                           unsigned long long* amax) {                                    \
+        sample<E>(logits, V, params, rng, tokens, pos, active, advance, amax);                            \
     }
 
 #define INSTANTIATE_GEMV(E, SUF)                                                                            \
     extern "C" __global__ void __launch_bounds__(GEMV_THREADS) gemv_##SUF(                                    \
         const E::T* x, const E::T* W, u32 M, u32 N, u32 K, u32 mode, const E::T* nw, float eps,                \
-        const E::T* residual, E::T* y, u32 ks) {                                                              \
-        gemv<E>(x, W, M, N, K, mode, nw, eps, residual, y, ks);                                               \
+        const E::T* residual, E::T* y, u32 ks, unsigned long long* amax) {                                   \
+        gemv<E>(x, W, M, N, K, mode, nw, eps, residual, y, ks, amax);                                         \
     }
 INSTANTIATE_GEMV(F32, f32)
 INSTANTIATE_GEMV(F16, f16)

@@ -233,6 +233,7 @@ pub(crate) fn gemv(
     nw: Option<&Tensor>,
     eps: f32,
     residual: Option<&Tensor>,
+    amax: Option<&Tensor>,
 ) -> Result<Tensor> {
     let dev = cuda(x)?;
     if device_address(w)? % 16 != 0 {
@@ -266,6 +267,7 @@ pub(crate) fn gemv(
         addr(residual)?,
         addr(Some(&y))?,
         Arg::U32(ks as u32),
+        addr(amax)?,
     ];
     go(&dev, "gemv", x.dtype(), cfg, &args)?;
     Ok(y)
@@ -290,6 +292,7 @@ pub(crate) fn silu_mul(x: &Tensor) -> Result<Tensor> {
 }
 
 /// One token per row of `logits` into `tokens`, advancing `pos` and the generators.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn sample(
     logits: &Tensor,
     params: &Tensor,
@@ -298,6 +301,7 @@ pub(crate) fn sample(
     pos: &Tensor,
     active: Option<&Tensor>,
     advance: u32,
+    amax: Option<&Tensor>,
 ) -> Result<()> {
     let dev = cuda(logits)?;
     let (rows, vocab) = logits.dims2()?;
@@ -311,6 +315,7 @@ pub(crate) fn sample(
         addr(Some(pos))?,
         addr(active)?,
         Arg::U32(advance),
+        addr(amax)?,
     ];
     go(&dev, "sample", logits.dtype(), cfg, &args)
 }

@@ -25,7 +25,7 @@
 mod cache;
 mod cpu;
 pub(crate) mod gpu;
-mod ops;
+pub(crate) mod ops;
 mod rope;
 mod sampling;
 

@@ -362,6 +362,19 @@ pub enum Prologue<'a> {
 /// # Errors
 /// [`Error::BadOperands`] for shapes or dtypes that do not fit.
 pub fn matvec(x: &Tensor, w: &Tensor, prologue: Prologue<'_>, residual: Option<&Tensor>) -> Result<Tensor> {
+    Ok(matvec_with(x, w, prologue, residual, None)?.0)
+}
+
+/// [`matvec`], and with `amax` (i64 `[rows]`, zero before the call) each output row's
+/// largest value and first index packed as `key << 32 | !index` when the fused kernel ran
+/// (the second value says whether it did). The sampler reads and clears it.
+pub(crate) fn matvec_with(
+    x: &Tensor,
+    w: &Tensor,
+    prologue: Prologue<'_>,
+    residual: Option<&Tensor>,
+    amax: Option<&Tensor>,
+) -> Result<(Tensor, bool)> {
     const OP: &str = "matvec";
     float(OP, "x", x)?;
     contiguous(OP, "x", x)?;
@@ -407,7 +420,8 @@ pub fn matvec(x: &Tensor, w: &Tensor, prologue: Prologue<'_>, residual: Option<&
             Prologue::RmsNorm(nw, eps) => (1, Some(nw), eps as f32),
             Prologue::SwiGlu => (2, None, 1e-6),
         };
-        return Ok(gpu::gemv(x, w, (m, n, k), mode, nw, eps, residual)?);
+        let amax = amax.filter(|a| a.dtype() == DType::I64 && a.dims() == [m] && a.is_contiguous());
+        return Ok((gpu::gemv(x, w, (m, n, k), mode, nw, eps, residual, amax)?, amax.is_some()));
     }
     let xin = match prologue {
         Prologue::None => x.clone(),
@@ -415,8 +429,9 @@ pub fn matvec(x: &Tensor, w: &Tensor, prologue: Prologue<'_>, residual: Option<&
         Prologue::SwiGlu => silu_mul(x)?,
     };
     let y = xin.matmul(&w.t()?)?;
-    Ok(match residual {
+    let y = match residual {
         Some(r) => (y + r)?,
         None => y,
-    })
+    };
+    Ok((y, false))
 }

@@ -148,6 +148,21 @@ impl Sampler {
         active: Option<&Tensor>,
         advance: u32,
     ) -> Result<()> {
+        self.sample_with(logits, tokens, pos, active, advance, None)
+    }
+
+    /// [`sample`](Self::sample), with the LM head's packed argmax per row (i64 `[batch]`,
+    /// from `matvec_with`): greedy rows take it instead of scanning, and every row's slot is
+    /// cleared for the next step.
+    pub(crate) fn sample_with(
+        &self,
+        logits: &Tensor,
+        tokens: &Tensor,
+        pos: &Tensor,
+        active: Option<&Tensor>,
+        advance: u32,
+        amax: Option<&Tensor>,
+    ) -> Result<()> {
         const OP: &str = "Sampler::sample";
         ops::float(OP, "logits", logits)?;
         ops::contiguous(OP, "logits", logits)?;
@@ -170,7 +185,7 @@ impl Sampler {
             ops::rows_u32(OP, "active", a, b, logits)?;
         }
         match ops::on(OP, logits)? {
-            ops::On::Cuda => super::gpu::sample(logits, &self.params, &self.rng, tokens, pos, active, advance)?,
+            ops::On::Cuda => super::gpu::sample(logits, &self.params, &self.rng, tokens, pos, active, advance, amax)?,
             ops::On::Cpu => super::cpu::sample(logits, &self.params, &self.rng, tokens, pos, active, advance)?,
         }
         Ok(())

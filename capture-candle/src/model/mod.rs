@@ -389,6 +389,8 @@ impl Model {
             )?;
             Ok(decode::attention(&q, cache, state.pos(), scale)?.reshape((n, cfg.q_width()))?)
         };
+        // Whether the LM head computed each row's argmax (the fused kernel path).
+        let mut amax = false;
         let logits = if fused && n > decode::MATVEC_ROWS {
             // Larger batches and prefill: cuBLAS products, with the residual add fused into
             // the next RMSNorm and SwiGLU in one kernel: ten kernels a layer.
@@ -420,7 +422,11 @@ impl Model {
             if !sample {
                 return Ok(());
             }
-            decode::matvec(&last_rows(res)?, &self.lm_head, Prologue::RmsNorm(&self.norm, eps), None)?
+            let head = Prologue::RmsNorm(&self.norm, eps);
+            let last = last_rows(res)?;
+            let (logits, have) = decode::ops::matvec_with(&last, &self.lm_head, head, None, Some(state.argmax_slot()))?;
+            amax = have;
+            logits
         } else {
             // candle's ops: the residual add and RMSNorm apart, SwiGLU as silu and mul of
             // two views, cuBLAS products.
@@ -442,7 +448,15 @@ impl Model {
             h.matmul(&self.lm_head.t()?)?
         };
         state.keep_logits(&logits)?;
-        state.sampler().sample(&logits, state.tokens(), state.pos(), Some(state.active()), tokens_per_row as u32)
+        let slot = amax.then(|| state.argmax_slot());
+        state.sampler().sample_with(
+            &logits,
+            state.tokens(),
+            state.pos(),
+            Some(state.active()),
+            tokens_per_row as u32,
+            slot,
+        )
     }
 
     /// Prefills row `row` of `state` with `prompt` (eagerly, in chunks of up to 256

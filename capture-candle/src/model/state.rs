@@ -19,6 +19,8 @@ pub struct DecodeState {
     pos: Tensor,
     active: Tensor,
     overflow: Tensor,
+    /// i64 `[batch]`: the LM head's packed argmax of each row, read and cleared by the sampler.
+    argmax: Tensor,
     caches: Vec<KvCache>,
     sampler: Sampler,
     /// `[full batch, vocab]`, and the first row of this view.
@@ -43,6 +45,7 @@ impl DecodeState {
             pos: zeros()?,
             active: zeros()?,
             overflow: zeros()?,
+            argmax: Tensor::zeros(batch, DType::I64, dev)?,
             caches,
             sampler: Sampler::new(batch, dev)?,
             logits: Tensor::zeros((batch, cfg.vocab_size), model.dtype(), dev)?,
@@ -92,6 +95,10 @@ impl DecodeState {
         Ok(self.logits.narrow(0, self.row0, self.batch)?)
     }
 
+    pub(crate) fn argmax_slot(&self) -> &Tensor {
+        &self.argmax
+    }
+
     pub(crate) fn keep_logits(&self, logits: &Tensor) -> Result<()> {
         Ok(self.logits.slice_set(logits, 0, self.row0)?)
     }
@@ -114,6 +121,7 @@ impl DecodeState {
             pos: n(&self.pos)?,
             active: n(&self.active)?,
             overflow: n(&self.overflow)?,
+            argmax: n(&self.argmax)?,
             caches: self.caches.iter().map(|c| c.rows(start, len)).collect::<Result<_>>()?,
             sampler: self.sampler.rows(start, len)?,
             logits: self.logits.clone(),
