@@ -13,12 +13,12 @@ use std::sync::Arc;
 
 use cudarc::driver::CudaContext;
 
-use super as raw;
 use crate::device::{
     Advice, Backend, CaptureMode, CaptureStatus, DevPtr, DeviceKind, GraphMemUsage, HostPtr, InstFlags, LaunchParams,
     NodeCounts, RawEvent, RawExec, RawFunction, RawGraph, RawModule, RawStream,
 };
 use crate::error::{DriverCode, Error, Result};
+use crate::raw;
 
 pub(crate) struct CudaBackend {
     pub(crate) ctx: Arc<CudaContext>,
