@@ -241,6 +241,17 @@ pub enum Error {
         src: usize,
     },
 
+    /// An offset into device memory past its end.
+    #[error("`{op}`: offset {offset} is past the end of a {bytes}-byte buffer; give an offset below its size")]
+    OffsetOutOfBounds {
+        /// The operation.
+        op: &'static str,
+        /// The offset asked for, in bytes.
+        offset: usize,
+        /// The buffer's size, in bytes.
+        bytes: usize,
+    },
+
     /// The kernel is not in the module.
     #[error("no kernel named `{name}` in this module (it has: {available}); check the spelling and that the kernel is `extern \"C\"` so its name is not mangled")]
     KernelNotFound {
@@ -421,6 +432,17 @@ pub enum Error {
         capture: u64,
         /// What the guard holds instead, described.
         found: String,
+    },
+
+    /// One of the two captures of a capture diff
+    /// ([`Stream::capture_diff`](crate::Stream::capture_diff)) failed: the step cannot be
+    /// captured at all, which the error it carries names.
+    #[error("capture {run} of the two a capture diff makes failed, so the graphs cannot be compared: {source}")]
+    DiffCaptureFailed {
+        /// Which capture failed: 1 (the first) or 2 (after the host inputs changed).
+        run: u8,
+        /// Why it failed.
+        source: Box<Error>,
     },
 
     /// The capture recorded nothing.
@@ -691,6 +713,7 @@ impl Error {
             | Error::PoolSealed { .. }
             | Error::ForeignGraphBuffer { .. }
             | Error::EmptyCapture
+            | Error::DiffCaptureFailed { .. }
             | Error::ReplayDiverged { .. }
             | Error::OutputShapeChanged { .. } => true,
             Error::Driver { code, .. } => code.is_capture_error(),

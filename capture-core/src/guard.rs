@@ -48,6 +48,12 @@ pub struct CaptureOptions {
     /// Off by default on a GPU: it costs tens of nanoseconds per captured operation. The
     /// simulated device always keeps them.
     pub trace_ops: bool,
+    /// Note which graph nodes each operation recorded, so that a
+    /// [`GraphSnapshot`](crate::diff::GraphSnapshot) names the operation and call site of
+    /// each node ([`CaptureGuard::finish_snapshot`], the capture diff). Implies
+    /// [`trace_ops`](Self::trace_ops). Off by default on a GPU: it costs two driver calls per
+    /// captured operation. The simulated device always labels its nodes.
+    pub trace_nodes: bool,
 }
 
 impl CaptureOptions {
@@ -68,6 +74,12 @@ impl CaptureOptions {
     /// Sets the allocation policy.
     pub fn alloc_policy(mut self, policy: AllocPolicy) -> Self {
         self.alloc_policy = policy;
+        self
+    }
+    /// Notes which graph nodes each operation recorded ([`trace_nodes`](Self::trace_nodes)).
+    pub fn trace_nodes(mut self) -> Self {
+        self.trace_nodes = true;
+        self.trace_ops = true;
         self
     }
     /// Keeps the capture's operations for the graph's picture ([`trace_ops`](Self::trace_ops)).
@@ -166,6 +178,19 @@ pub struct CaptureBook {
     pub(crate) open_bodies: Arc<std::sync::atomic::AtomicU32>,
     /// The stop flags of the loops being recorded now (nested loops must not share one).
     pub(crate) loop_flags: Vec<crate::device::DevPtr>,
+    /// On a GPU with [`CaptureOptions::trace_nodes`]: the graph's node count before the
+    /// operation under way, and for each operation the nodes it recorded (`start..end` in
+    /// creation order) with its call site.
+    pub(crate) node_marks: Option<NodeMarks>,
+    /// The condition handles the capture made, in order (conditional nodes' handles).
+    pub(crate) cond_handles: Vec<u64>,
+}
+
+/// Which graph nodes each operation recorded, on a GPU (see [`CaptureBook::node_marks`]).
+#[derive(Default)]
+pub(crate) struct NodeMarks {
+    pub(crate) before: Option<usize>,
+    pub(crate) ops: Vec<(usize, usize, OpSite)>,
 }
 
 impl CaptureBook {
@@ -182,6 +207,23 @@ impl CaptureBook {
         if let Some(sim) = ctx.sim() {
             // The simulated device labels the nodes this operation recorded.
             sim.label_nodes(self.origin, op, Some(site));
+        }
+        if let Some(marks) = &mut self.node_marks {
+            if let (Some(start), Ok(end)) = (marks.before.take(), ctx.b().capture_node_count(self.origin)) {
+                if end > start {
+                    marks.ops.push((start, end, OpSite { op, site }));
+                }
+            }
+        }
+    }
+
+    /// Before an operation, with [`CaptureOptions::trace_nodes`] on a GPU: notes how many
+    /// nodes the graph holds, so that the nodes the operation adds can be told apart from
+    /// work issued behind the library's back.
+    #[inline(never)]
+    pub(crate) fn mark_before(&mut self, ctx: &crate::context::Context) {
+        if let Some(marks) = &mut self.node_marks {
+            marks.before = ctx.b().capture_node_count(self.origin).ok();
         }
     }
 
@@ -278,7 +320,7 @@ impl<'s, 'a> CaptureGuard<'s, 'a> {
             swapped: false,
             origin: idle.raw,
             trace: Vec::new(),
-            picture: opts.trace_ops || idle.ctx.sim().is_some(),
+            picture: opts.trace_ops || opts.trace_nodes || idle.ctx.sim().is_some(),
             collectives: 0,
             comm_links: Vec::new(),
             in_body: 0,
@@ -287,6 +329,8 @@ impl<'s, 'a> CaptureGuard<'s, 'a> {
             open_bodies: Arc::new(std::sync::atomic::AtomicU32::new(0)),
             loop_flags: Vec::new(),
             instantiate: opts.instantiate,
+            node_marks: (opts.trace_nodes && idle.ctx.sim().is_none()).then(NodeMarks::default),
+            cond_handles: Vec::new(),
         }));
         {
             let bk = book.borrow();
@@ -521,6 +565,39 @@ impl<'s, 'a> CaptureGuard<'s, 'a> {
         self.end_capture()?.instantiate(site)
     }
 
+    /// Ends the capture and describes its graph node by node, without instantiating it;
+    /// the graph is then destroyed. Two snapshots of the same step, captured with different
+    /// host inputs, are what [`diff`](crate::diff::diff) compares
+    /// ([`Stream::capture_diff`] does both captures and the comparison).
+    ///
+    /// Each node is named by the library operation that recorded it and its call site: always
+    /// on the simulated device, on a GPU when the capture was begun with
+    /// [`CaptureOptions::trace_nodes`].
+    ///
+    /// ```
+    /// # use capture_core::*;
+    /// # fn main() -> Result<()> {
+    /// # let ctx = Context::simulated();
+    /// # kernels::register_chain_kernels(ctx.sim().unwrap());
+    /// let mut stream = ctx.new_stream()?;
+    /// let module = ctx.load_module(kernels::CHAIN_PTX)?;
+    /// let incr = module.kernel("incr_f32")?;
+    /// let x = stream.alloc_zeros::<f32>(256)?;
+    /// let mut g = stream.capture_with(CaptureOptions::new().trace_nodes())?;
+    /// g.launch(&incr, LaunchConfig::for_num_elems(256), (&x, 256u32))?;
+    /// let (snapshot, _report) = g.finish_snapshot()?;
+    /// assert_eq!(snapshot.nodes.len(), 1);
+    /// assert_eq!(snapshot.nodes[0].op.as_ref().unwrap().op, "Stream::launch");
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// As [`finish`](Self::finish), less instantiation's; [`Error::Driver`] if the driver
+    /// cannot describe the graph.
+    pub fn finish_snapshot(self) -> Result<(crate::diff::GraphSnapshot, CaptureReport)> {
+        self.end_capture()?.snapshot()
+    }
+
     /// Ends the capture and takes the driver's graph, without instantiating it: the first
     /// half of [`finish`](Self::finish). Several captures that must all end before any is
     /// instantiated (the driver refuses to instantiate while another Global capture is
@@ -575,6 +652,34 @@ impl Drop for Ended<'_, '_> {
                 log::error!("capture-core: destroying an ended capture's graph failed: {code}");
             }
         }
+    }
+}
+
+impl Ended<'_, '_> {
+    /// Describes the graph node by node (see [`CaptureGuard::finish_snapshot`]); dropping
+    /// `self` afterwards destroys it.
+    pub(crate) fn snapshot(mut self) -> Result<(crate::diff::GraphSnapshot, CaptureReport)> {
+        let ctx = self.guard.idle.ctx.clone();
+        let b = ctx.b();
+        let (Some(graph), Some(report)) = (self.graph, self.report.take()) else {
+            return Err(Error::EmptyCapture);
+        };
+        let (raw, mut ops) =
+            b.graph_snapshot(graph).map_err(|code| Error::Driver { op: "cuGraphGetNodes (snapshot)", code })?;
+        if ops.is_empty() {
+            // A GPU: the nodes each operation recorded, as the capture noted them.
+            ops = vec![None; raw.nodes.len()];
+            if let Some(marks) = &self.guard.book.borrow().node_marks {
+                for (start, end, op) in &marks.ops {
+                    for slot in ops.iter_mut().take(*end).skip(*start) {
+                        *slot = Some(op.clone());
+                    }
+                }
+            }
+        }
+        let handles = self.guard.book.borrow().cond_handles.clone();
+        let snap = crate::device::snapshot::locate(raw, ops, report.capture_id, &handles, |a| b.locate(a));
+        Ok((snap, report))
     }
 }
 

@@ -273,6 +273,7 @@ pub mod collective;
 mod context;
 pub mod control;
 pub mod device;
+pub mod diff;
 pub mod engine;
 mod error;
 mod event;

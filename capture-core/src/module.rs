@@ -319,6 +319,29 @@ impl<'a> KernelParam<'a> {
         Self::new(ParamKind::Memory { ptr: m.ptr, ctx: m.ctx })
     }
 
+    /// The device address `byte_offset` bytes into `mem`, borrowed for `'a` like
+    /// [`device_ptr`](Self::device_ptr).
+    ///
+    /// A capture records the address as it is: an offset computed on the host (a decode
+    /// position times a stride, say) is a constant of the graph, and every replay uses it.
+    /// To index by a value that changes from replay to replay, pass the base and read the
+    /// index from device memory in the kernel; a [capture diff](crate::diff) names offsets
+    /// that were baked in.
+    ///
+    /// # Errors
+    /// [`Error::OffsetOutOfBounds`] when `byte_offset` is not inside `mem`.
+    pub fn device_ptr_at<M: DeviceMemory + ?Sized>(mem: &'a M, byte_offset: usize) -> Result<Self> {
+        let m = mem.mem_ref();
+        if byte_offset >= m.bytes {
+            return Err(Error::OffsetOutOfBounds {
+                op: "KernelParam::device_ptr_at",
+                offset: byte_offset,
+                bytes: m.bytes,
+            });
+        }
+        Ok(Self::new(ParamKind::Memory { ptr: m.ptr + byte_offset as u64, ctx: m.ctx }))
+    }
+
     /// The address of graph memory allocated in the capture being recorded. Graph memory
     /// belongs to the graph, so no borrow is taken; using it in another capture or an eager
     /// launch is [`Error::ForeignGraphBuffer`].

@@ -42,6 +42,9 @@ pub trait StreamState: sealed::Sealed {
     type Ext;
     #[doc(hidden)]
     fn capture_id(ext: &Self::Ext) -> u64;
+    /// Called before every operation, after [`check_live`](Self::check_live).
+    #[doc(hidden)]
+    fn before_op(ext: &Self::Ext, ctx: &Context);
     /// Called after every successful operation.
     #[doc(hidden)]
     fn on_op(ext: &Self::Ext, ctx: &Context, op: &'static str, site: CallSite);
@@ -69,6 +72,8 @@ impl StreamState for Idle {
     fn capture_id(_: &()) -> u64 {
         0
     }
+    #[inline(always)]
+    fn before_op(_: &(), _: &Context) {}
     #[inline]
     fn on_op(_: &(), ctx: &Context, op: &'static str, site: CallSite) {
         if ctx.reg().any_active() {
@@ -96,6 +101,13 @@ impl StreamState for Capturing<'_> {
     #[inline]
     fn capture_id(ext: &Book) -> u64 {
         ext.borrow().id
+    }
+    #[inline(always)]
+    fn before_op(ext: &Book, ctx: &Context) {
+        let mut b = ext.borrow_mut();
+        if b.node_marks.is_some() {
+            b.mark_before(ctx);
+        }
     }
     #[inline(always)]
     fn on_op(ext: &Book, ctx: &Context, op: &'static str, site: CallSite) {

@@ -96,6 +96,7 @@ impl<S: StreamState> Stream<S> {
         f: impl FnOnce(&dyn Backend, RawStream) -> Result<T, DriverCode>,
     ) -> Result<T> {
         S::check_live(&self.ext, op)?;
+        S::before_op(&self.ext, &self.ctx);
         match f(self.ctx.b(), self.raw) {
             Ok(v) => {
                 S::on_op(&self.ext, &self.ctx, op, site);

@@ -270,6 +270,14 @@ pub enum Until<'a> {
 }
 
 impl<'a> Stream<Capturing<'a>> {
+    /// A condition handle in the graph being recorded, noted in the capture's book (a capture
+    /// diff tells handles apart from host values by it).
+    fn new_cond_handle(&mut self, op: &'static str, site: CallSite) -> Result<u64> {
+        let handle = self.run(op, site, |b, s| b.cond_handle(s))?;
+        self.ext.borrow_mut().cond_handles.push(handle);
+        Ok(handle)
+    }
+
     /// Records a loop run on the device: `body` is recorded once, into a WHILE node, and each
     /// launch of the graph runs it until `until` says stop, at most `max_steps` times. The
     /// counter is reset at the start of the loop; [`LoopCounter::steps`] reads how many steps
@@ -434,7 +442,7 @@ impl<'a> Stream<Capturing<'a>> {
         // The loop's start sets the condition to 1 (and zeroes the counter, lowers the flag)
         // every time the graph reaches it: the body runs once before the first test, and a
         // loop nested in another's body runs again in each of its iterations.
-        let handle = self.run(op, site, |b, s| b.cond_handle(s))?;
+        let handle = self.new_cond_handle(op, site)?;
         match flag {
             Some(f) => self.launch(&k.start_flag, ONE, (&counter.step, f, handle))?,
             None => self.launch(&k.start, ONE, (&counter.step, handle))?,
@@ -474,7 +482,7 @@ impl<'a> Stream<Capturing<'a>> {
         let Some(f) = flag else {
             return tail(self).map_err(|e| self.broken(op, site, e));
         };
-        let made = self.run(op, site, |b, s| b.cond_handle(s)).and_then(|handle| {
+        let made = self.new_cond_handle(op, site).and_then(|handle| {
             self.launch(&k.from_zero_flag, ONE, (f, handle))?;
             self.run(op, site, |b, s| b.cond_add(s, handle, CondKind::If, 1))
         });
@@ -599,7 +607,7 @@ impl<'a> Stream<Capturing<'a>> {
             return Err(Error::ContextMismatch { op, what: "flag buffer" });
         }
         // The kernel sets it from the flag just before the node.
-        let handle = self.run(op, site, |b, s| b.cond_handle(s))?;
+        let handle = self.new_cond_handle(op, site)?;
         self.launch(&branch.from_flag, ONE, (flag, handle))?;
         self.run(op, site, |b, s| b.cond_add(s, handle, CondKind::If, bodies))
     }

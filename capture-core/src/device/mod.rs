@@ -6,6 +6,7 @@
 
 pub(crate) mod coll;
 pub mod sim;
+pub(crate) mod snapshot;
 
 #[cfg(test)]
 mod conformance;
@@ -289,6 +290,17 @@ pub(crate) trait Backend: Send + Sync + 'static {
     ) -> Result<RawExec, DriverCode>;
     /// The graph as Graphviz DOT text.
     fn graph_dot(&self, g: RawGraph) -> Result<String, crate::error::Error>;
+    /// The graph described node by node, addresses raw (see [`snapshot`]); the simulated
+    /// device also labels each node with the library operation that recorded it.
+    fn graph_snapshot(
+        &self,
+        g: RawGraph,
+    ) -> Result<(snapshot::RawSnapshot, crate::device::snapshot::NodeOps), DriverCode>;
+    /// The allocation `addr` falls in, if the device knows one.
+    fn locate(&self, addr: u64) -> Option<snapshot::Located>;
+    /// How many nodes the graph `s` is capturing into holds now (to tell which nodes an
+    /// operation recorded).
+    fn capture_node_count(&self, s: RawStream) -> Result<usize, DriverCode>;
     fn graph_upload(&self, e: RawExec, s: RawStream) -> Result<(), DriverCode>;
     fn graph_launch(&self, e: RawExec, s: RawStream) -> Result<(), DriverCode>;
     /// Updates `e` in place from `g`; `Ok(false)` when the topology differs.

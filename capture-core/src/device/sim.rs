@@ -77,6 +77,7 @@ use super::{
 use crate::error::{CallSite, DriverCode};
 
 pub(crate) mod dot;
+mod snapshot;
 pub(crate) mod world;
 use crate::ptx::{self, KernelSignature};
 
@@ -364,6 +365,7 @@ enum Node {
     },
     MemAlloc {
         ptr: u64,
+        bytes: usize,
     },
     MemFree {
         ptr: u64,
@@ -492,7 +494,7 @@ impl Exec {
         let mut live: Vec<u64> = Vec::new();
         for n in nodes.iter() {
             match n {
-                Node::MemAlloc { ptr } => live.push(*ptr),
+                Node::MemAlloc { ptr, .. } => live.push(*ptr),
                 Node::MemFree { ptr } => live.retain(|p| p != ptr),
                 _ => {}
             }
@@ -1075,7 +1077,7 @@ impl Backend for SimDevice {
                     Some(i) => st.captures.get_mut(&cap).map_or(0, |c| c.graph_freed.swap_remove(i).0),
                     None => st.mem.alloc(bytes, AllocKind::Graph),
                 };
-                st.record(s.0, Node::MemAlloc { ptr: p })?;
+                st.record(s.0, Node::MemAlloc { ptr: p, bytes })?;
                 if let Some(c) = st.captures.get_mut(&cap) {
                     if reuse.is_none() {
                         c.graph_allocs.push(p);
@@ -1654,6 +1656,20 @@ impl Backend for SimDevice {
         st.execs.insert(h, Exec::new(nodes, flags.auto_free));
         st.exec_footprint.insert(h, footprint);
         Ok(RawExec(h))
+    }
+    fn graph_snapshot(
+        &self,
+        g: RawGraph,
+    ) -> Result<(super::snapshot::RawSnapshot, crate::device::snapshot::NodeOps), DriverCode> {
+        snapshot::graph_snapshot(&self.st(), g)
+    }
+    fn locate(&self, addr: u64) -> Option<super::snapshot::Located> {
+        snapshot::locate(&self.st(), addr)
+    }
+    fn capture_node_count(&self, s: RawStream) -> Result<usize, DriverCode> {
+        let st = self.st();
+        let cap = st.active_capture_of(s.0).ok_or(DriverCode::STREAM_CAPTURE_INVALIDATED)?;
+        Ok(st.captures.get(&cap).map_or(0, |c| c.nodes.len()))
     }
     fn graph_dot(&self, g: RawGraph) -> Result<String, crate::error::Error> {
         let st = self.st();

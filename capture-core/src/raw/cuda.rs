@@ -389,6 +389,68 @@ impl Backend for CudaBackend {
         // SAFETY: module invariant (handles live); the upload flag is set only with a stream.
         unsafe { raw::graph::graph_instantiate_with(g.0, bits, upload.map(|s| s.0)) }.map(RawExec)
     }
+    fn graph_snapshot(
+        &self,
+        g: RawGraph,
+    ) -> Result<(crate::device::snapshot::RawSnapshot, crate::device::snapshot::NodeOps), DriverCode> {
+        use crate::device::snapshot::{KernelNode, NodeKind, ParamValue, RawNode, RawSnapshot};
+        use raw::inspect::NodeInfo;
+        self.bind()?;
+        // SAFETY: module invariant (the graph is live).
+        let (infos, edges) = unsafe { raw::inspect::graph_snapshot(g.0) }?;
+        // Host memory the driver does not know is pageable.
+        let pageable = |host: bool, addr: u64| host && raw::inspect::locate(addr).is_none();
+        let nodes = infos
+            .into_iter()
+            .map(|n| match n {
+                NodeInfo::Kernel(k) => RawNode::Kernel(KernelNode {
+                    name: k.name,
+                    grid: k.grid,
+                    block: k.block,
+                    shared_mem_bytes: k.shared,
+                    params: k
+                        .params
+                        .map(|ps| ps.into_iter().map(|bytes| ParamValue { bytes, ty: None, target: None }).collect()),
+                }),
+                NodeInfo::Copy { dst, src, bytes, src_host, dst_host } => RawNode::Copy {
+                    dst,
+                    src,
+                    bytes,
+                    src_pageable: pageable(src_host, src),
+                    dst_pageable: pageable(dst_host, dst),
+                    host_data: None,
+                },
+                NodeInfo::Memset { dst, value, element_size, width, height } => {
+                    RawNode::Memset { dst, value, element_size, width, height }
+                }
+                NodeInfo::MemAlloc { ptr, bytes } => RawNode::MemAlloc { ptr, bytes },
+                NodeInfo::MemFree { ptr } => RawNode::MemFree { ptr },
+                NodeInfo::Event => RawNode::Plain(NodeKind::Event),
+                NodeInfo::Host => RawNode::Plain(NodeKind::Host),
+                NodeInfo::Conditional => RawNode::Plain(NodeKind::Conditional),
+                NodeInfo::Other(k) => RawNode::Plain(NodeKind::Other(k)),
+            })
+            .collect();
+        Ok((RawSnapshot { nodes, edges }, Vec::new()))
+    }
+    fn locate(&self, addr: u64) -> Option<crate::device::snapshot::Located> {
+        use crate::device::snapshot::{Located, MemKind};
+        self.bind().ok()?;
+        let (base, ty, managed) = raw::inspect::locate(addr)?;
+        let kind = if managed {
+            MemKind::Managed
+        } else if raw::inspect::is_host_type(ty) {
+            MemKind::Pinned
+        } else {
+            MemKind::Device
+        };
+        Some(Located { base, kind })
+    }
+    fn capture_node_count(&self, s: RawStream) -> Result<usize, DriverCode> {
+        self.bind()?;
+        // SAFETY: module invariant (the stream is live).
+        unsafe { raw::inspect::capture_node_count(s.0) }
+    }
     fn graph_dot(&self, g: RawGraph) -> Result<String> {
         use std::sync::atomic::{AtomicUsize, Ordering};
         static NEXT: AtomicUsize = AtomicUsize::new(0);

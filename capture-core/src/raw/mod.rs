@@ -13,6 +13,7 @@
 pub(crate) mod blas;
 pub(crate) mod cuda;
 pub(crate) mod graph;
+pub(crate) mod inspect;
 pub(crate) mod interop;
 #[cfg(feature = "nccl")]
 pub(crate) mod nccl;

@@ -61,7 +61,7 @@ fn describe(st: &State, n: &Node) -> (&'static str, String, &'static str) {
             "#f8d7da",
         ),
         Node::Memset { value, bytes, .. } => ("memset", format!("{bytes} B to {value:#04x}"), "#fff3cd"),
-        Node::MemAlloc { ptr } => {
+        Node::MemAlloc { ptr, .. } => {
             let len = st.mem.len_of(*ptr, AllocKind::Graph).unwrap_or(0);
             ("mem alloc", format!("{len} B at {ptr:#x}"), "#e0cffc")
         }

@@ -1,0 +1,320 @@
+//! Raw graph inspection for the capture diff (issue #25): a graph's nodes with their
+//! parameters, its edges, the allocation an address falls in, and how many nodes a capture
+//! has recorded so far.
+//!
+//! NVIDIA's references: <https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html>
+//! (`cuGraphGetNodes`, `cuGraphGetEdges_v2`, `cuGraphKernelNodeGetParams`, …),
+//! <https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__EXEC.html> (`cuFuncGetParamInfo`,
+//! CUDA 12.4+, `cuFuncGetName`), and `cuPointerGetAttribute` for address ranges.
+
+use std::collections::HashMap;
+use std::ffi::{c_void, CStr};
+use std::mem::MaybeUninit;
+
+use cudarc::driver::sys;
+
+use super::{code, R};
+
+/// A kernel node as the driver holds it.
+pub(crate) struct KernelInfo {
+    pub name: String,
+    pub grid: (u32, u32, u32),
+    pub block: (u32, u32, u32),
+    pub shared: u32,
+    /// Each parameter's bytes; `None` when the driver cannot tell their sizes.
+    pub params: Option<Vec<Vec<u8>>>,
+}
+
+/// A node as the driver holds it, addresses raw.
+pub(crate) enum NodeInfo {
+    Kernel(KernelInfo),
+    /// dst, src, bytes, the source is host memory, the destination is host memory.
+    Copy {
+        dst: u64,
+        src: u64,
+        bytes: usize,
+        src_host: bool,
+        dst_host: bool,
+    },
+    Memset {
+        dst: u64,
+        value: u32,
+        element_size: u32,
+        width: usize,
+        height: usize,
+    },
+    MemAlloc {
+        ptr: u64,
+        bytes: usize,
+    },
+    MemFree {
+        ptr: u64,
+    },
+    Event,
+    Host,
+    Conditional,
+    Other(String),
+}
+
+/// The graph's nodes, in `cuGraphGetNodes` order (the order the capture created them).
+///
+/// # Safety
+/// `g` must be a live graph.
+unsafe fn nodes_of(g: sys::CUgraph) -> R<Vec<sys::CUgraphNode>> {
+    let mut n = 0usize;
+    // SAFETY: a null node array asks only for the count, written to `n`.
+    code(unsafe { sys::cuGraphGetNodes(g, std::ptr::null_mut(), &mut n) })?;
+    if n == 0 {
+        return Ok(Vec::new());
+    }
+    let mut nodes: Vec<sys::CUgraphNode> = vec![std::ptr::null_mut(); n];
+    // SAFETY: `nodes` has room for `n` handles; the driver writes at most `n`.
+    code(unsafe { sys::cuGraphGetNodes(g, nodes.as_mut_ptr(), &mut n) })?;
+    nodes.truncate(n);
+    Ok(nodes)
+}
+
+/// The name of a kernel node's function (or library kernel).
+///
+/// # Safety
+/// `func` and `kern` come from a live kernel node's parameters (either may be null).
+unsafe fn kernel_name(func: sys::CUfunction, kern: sys::CUkernel) -> String {
+    let mut p: *const std::ffi::c_char = std::ptr::null();
+    // SAFETY: `p` is writable; the handles are live (caller). The driver returns a pointer to
+    // a NUL-terminated name it owns for the handle's lifetime, copied out below.
+    let r = unsafe {
+        if !func.is_null() {
+            sys::cuFuncGetName(&mut p, func)
+        } else if !kern.is_null() {
+            sys::cuKernelGetName(&mut p, kern)
+        } else {
+            return "(unknown kernel)".to_owned();
+        }
+    };
+    if r != sys::CUresult::CUDA_SUCCESS || p.is_null() {
+        return "(unnamed kernel)".to_owned();
+    }
+    // SAFETY: the driver returned a valid NUL-terminated string (checked non-null above).
+    unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
+}
+
+/// Each parameter's (offset, size), from `cuFuncGetParamInfo` (or `cuKernelGetParamInfo`):
+/// asked index by index until the driver says there is no such parameter. `None` when it
+/// cannot tell (a driver before CUDA 12.4).
+///
+/// # Safety
+/// As [`kernel_name`].
+unsafe fn param_layout(func: sys::CUfunction, kern: sys::CUkernel) -> Option<Vec<(usize, usize)>> {
+    // A kernel takes at most 32 KiB of parameters: at most 32,768 one-byte parameters.
+    const MAX_PARAMS: usize = 32 * 1024;
+    let mut out = Vec::new();
+    for i in 0..MAX_PARAMS {
+        let (mut off, mut size) = (0usize, 0usize);
+        // SAFETY: out-pointers are valid; handles live (caller).
+        let r = unsafe {
+            if !func.is_null() {
+                sys::cuFuncGetParamInfo(func, i, &mut off, &mut size)
+            } else if !kern.is_null() {
+                sys::cuKernelGetParamInfo(kern, i, &mut off, &mut size)
+            } else {
+                return None;
+            }
+        };
+        match r {
+            sys::CUresult::CUDA_SUCCESS => out.push((off, size)),
+            // Past the last parameter (at index 0: a kernel without parameters).
+            sys::CUresult::CUDA_ERROR_INVALID_VALUE => return Some(out),
+            _ => return None,
+        }
+    }
+    Some(out)
+}
+
+/// A kernel node's launch and parameters.
+///
+/// # Safety
+/// `node` must be a kernel node of a live graph.
+unsafe fn kernel_info(node: sys::CUgraphNode) -> R<KernelInfo> {
+    let mut p = MaybeUninit::<sys::CUDA_KERNEL_NODE_PARAMS>::zeroed();
+    // SAFETY: `node` is a kernel node (caller); `p` is written on success.
+    code(unsafe { sys::cuGraphKernelNodeGetParams_v2(node, p.as_mut_ptr()) })?;
+    // SAFETY: initialised by the successful call (and zeroed before it).
+    let p = unsafe { p.assume_init() };
+    // SAFETY: the handles come from the node's parameters.
+    let name = unsafe { kernel_name(p.func, p.kern) };
+    let params = if p.kernelParams.is_null() {
+        None
+    } else {
+        // SAFETY: as above.
+        unsafe { param_layout(p.func, p.kern) }.map(|layout| {
+            layout
+                .iter()
+                .enumerate()
+                .map(|(i, &(_, size))| {
+                    // SAFETY: `kernelParams` is the driver's array of one pointer per parameter
+                    // (non-null, checked above), `layout` has one entry per parameter, and
+                    // each points at `size` bytes the driver owns while the node lives.
+                    unsafe {
+                        let arg = *p.kernelParams.add(i) as *const u8;
+                        if arg.is_null() {
+                            Vec::new()
+                        } else {
+                            std::slice::from_raw_parts(arg, size).to_vec()
+                        }
+                    }
+                })
+                .collect()
+        })
+    };
+    Ok(KernelInfo {
+        name,
+        grid: (p.gridDimX, p.gridDimY, p.gridDimZ),
+        block: (p.blockDimX, p.blockDimY, p.blockDimZ),
+        shared: p.sharedMemBytes,
+        params,
+    })
+}
+
+/// One node's description.
+///
+/// # Safety
+/// `node` must be a node of a live graph.
+unsafe fn node_info(node: sys::CUgraphNode) -> R<NodeInfo> {
+    let mut t = MaybeUninit::<sys::CUgraphNodeType>::uninit();
+    // SAFETY: `node` is live; `t` is written on success.
+    code(unsafe { sys::cuGraphNodeGetType(node, t.as_mut_ptr()) })?;
+    // SAFETY: initialised by the successful call above.
+    let t = unsafe { t.assume_init() };
+    use sys::CUgraphNodeType as T;
+    Ok(match t {
+        // SAFETY: a kernel node of a live graph.
+        T::CU_GRAPH_NODE_TYPE_KERNEL => NodeInfo::Kernel(unsafe { kernel_info(node) }?),
+        T::CU_GRAPH_NODE_TYPE_MEMCPY => {
+            let mut p = MaybeUninit::<sys::CUDA_MEMCPY3D>::zeroed();
+            // SAFETY: a memcpy node; `p` is written on success.
+            code(unsafe { sys::cuGraphMemcpyNodeGetParams(node, p.as_mut_ptr()) })?;
+            // SAFETY: initialised by the successful call (and zeroed before it).
+            let p = unsafe { p.assume_init() };
+            use sys::CUmemorytype as M;
+            let host = |t: M| t == M::CU_MEMORYTYPE_HOST;
+            let addr = |t: M, h: u64, d: u64| if host(t) { h } else { d };
+            NodeInfo::Copy {
+                dst: addr(p.dstMemoryType, p.dstHost as u64, p.dstDevice) + p.dstXInBytes as u64,
+                src: addr(p.srcMemoryType, p.srcHost as u64, p.srcDevice) + p.srcXInBytes as u64,
+                bytes: p.WidthInBytes * p.Height.max(1) * p.Depth.max(1),
+                src_host: host(p.srcMemoryType),
+                dst_host: host(p.dstMemoryType),
+            }
+        }
+        T::CU_GRAPH_NODE_TYPE_MEMSET => {
+            let mut p = MaybeUninit::<sys::CUDA_MEMSET_NODE_PARAMS>::zeroed();
+            // SAFETY: a memset node; `p` is written on success.
+            code(unsafe { sys::cuGraphMemsetNodeGetParams(node, p.as_mut_ptr()) })?;
+            // SAFETY: initialised by the successful call (and zeroed before it).
+            let p = unsafe { p.assume_init() };
+            NodeInfo::Memset {
+                dst: p.dst,
+                value: p.value,
+                element_size: p.elementSize,
+                width: p.width,
+                height: p.height,
+            }
+        }
+        T::CU_GRAPH_NODE_TYPE_MEM_ALLOC => {
+            let mut p = MaybeUninit::<sys::CUDA_MEM_ALLOC_NODE_PARAMS>::zeroed();
+            // SAFETY: an allocation node; `p` is written on success.
+            code(unsafe { sys::cuGraphMemAllocNodeGetParams(node, p.as_mut_ptr()) })?;
+            // SAFETY: initialised by the successful call (and zeroed before it). Only the
+            // plain fields are read; `accessDescs` points into the driver and is not touched.
+            let p = unsafe { p.assume_init() };
+            NodeInfo::MemAlloc { ptr: p.dptr, bytes: p.bytesize }
+        }
+        T::CU_GRAPH_NODE_TYPE_MEM_FREE => {
+            let mut ptr: sys::CUdeviceptr = 0;
+            // SAFETY: a free node; `ptr` is written on success.
+            code(unsafe { sys::cuGraphMemFreeNodeGetParams(node, &mut ptr) })?;
+            NodeInfo::MemFree { ptr }
+        }
+        T::CU_GRAPH_NODE_TYPE_EVENT_RECORD | T::CU_GRAPH_NODE_TYPE_WAIT_EVENT | T::CU_GRAPH_NODE_TYPE_EMPTY => {
+            NodeInfo::Event
+        }
+        T::CU_GRAPH_NODE_TYPE_HOST => NodeInfo::Host,
+        T::CU_GRAPH_NODE_TYPE_CONDITIONAL => NodeInfo::Conditional,
+        other => NodeInfo::Other(format!("{other:?}")),
+    })
+}
+
+/// Dependency edges as (from, to) node indices.
+pub(crate) type Edges = Vec<(usize, usize)>;
+
+/// The graph's nodes, in creation order, and its edges as (from, to) indices into them.
+///
+/// # Safety
+/// `g` must be a live graph of the current context.
+pub(crate) unsafe fn graph_snapshot(g: usize) -> R<(Vec<NodeInfo>, Edges)> {
+    let graph = g as sys::CUgraph;
+    // SAFETY: forwarded.
+    let nodes = unsafe { nodes_of(graph) }?;
+    let mut infos = Vec::with_capacity(nodes.len());
+    for &n in &nodes {
+        // SAFETY: a node of the live graph.
+        infos.push(unsafe { node_info(n) }?);
+    }
+    let index: HashMap<usize, usize> = nodes.iter().enumerate().map(|(i, n)| (*n as usize, i)).collect();
+    let mut m = 0usize;
+    // SAFETY: null arrays ask only for the count, written to `m`.
+    code(unsafe {
+        sys::cuGraphGetEdges_v2(graph, std::ptr::null_mut(), std::ptr::null_mut(), std::ptr::null_mut(), &mut m)
+    })?;
+    let mut edges = Vec::new();
+    if m > 0 {
+        let mut from: Vec<sys::CUgraphNode> = vec![std::ptr::null_mut(); m];
+        let mut to: Vec<sys::CUgraphNode> = vec![std::ptr::null_mut(); m];
+        // SAFETY: both arrays have room for `m` handles; edge data is not asked for (null).
+        code(unsafe {
+            sys::cuGraphGetEdges_v2(graph, from.as_mut_ptr(), to.as_mut_ptr(), std::ptr::null_mut(), &mut m)
+        })?;
+        for (f, t) in from.iter().zip(&to).take(m) {
+            if let (Some(&a), Some(&b)) = (index.get(&(*f as usize)), index.get(&(*t as usize))) {
+                edges.push((a, b));
+            }
+        }
+    }
+    Ok((infos, edges))
+}
+
+/// The allocation `addr` falls in: (base, memory type, managed), or `None` for an
+/// address the driver does not know (pageable host memory, or no memory at all).
+pub(crate) fn locate(addr: u64) -> Option<(u64, u32, bool)> {
+    fn attr<T: Copy + Default>(a: sys::CUpointer_attribute, addr: u64) -> Option<T> {
+        let mut v = T::default();
+        // SAFETY: `v` has room for the attribute's value (the caller picks `T` to match: a
+        // `CUdeviceptr`, a `size_t`, an unsigned int or a bool-sized int); the driver only
+        // looks the address up, it never dereferences it.
+        let r = unsafe { sys::cuPointerGetAttribute(&mut v as *mut T as *mut c_void, a, addr) };
+        (r == sys::CUresult::CUDA_SUCCESS).then_some(v)
+    }
+    use sys::CUpointer_attribute as A;
+    let ty: u32 = attr(A::CU_POINTER_ATTRIBUTE_MEMORY_TYPE, addr)?;
+    let base: u64 = attr(A::CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, addr)?;
+    let managed: u32 = attr(A::CU_POINTER_ATTRIBUTE_IS_MANAGED, addr).unwrap_or(0);
+    Some((base, ty, managed != 0))
+}
+
+/// Whether `ty` (a `CUmemorytype` as returned by [`locate`]) is host memory.
+pub(crate) fn is_host_type(ty: u32) -> bool {
+    ty == sys::CUmemorytype::CU_MEMORYTYPE_HOST as u32
+}
+
+/// How many nodes the graph `s` is capturing into holds now.
+///
+/// # Safety
+/// `s` must be a live stream.
+pub(crate) unsafe fn capture_node_count(s: usize) -> R<usize> {
+    // SAFETY: forwarded.
+    let (graph, ..) = unsafe { super::capture_point(s) }?;
+    let mut n = 0usize;
+    // SAFETY: a null node array asks only for the count.
+    code(unsafe { sys::cuGraphGetNodes(graph, std::ptr::null_mut(), &mut n) })?;
+    Ok(n)
+}
