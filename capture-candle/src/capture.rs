@@ -4,6 +4,7 @@ use std::ops::{Deref, DerefMut};
 
 use std::sync::Arc;
 
+use capture_core::diff::GraphSnapshot;
 use capture_core::{CaptureGuard, CaptureReport, Capturing, Context, Graph, Stream};
 use cudarc::driver::CudaStream;
 
@@ -59,11 +60,7 @@ impl<'s, 'a> CandleCapture<'s, 'a> {
         drop(_cache);
         let nodes = report.nodes;
         if nodes.mem_alloc > nodes.mem_free {
-            if let Some(raw) = cudarc {
-                let mut stream = ctx.wrap_cudarc_stream(raw)?;
-                graph.launch(&mut stream)?;
-                stream.synchronize()?;
-            }
+            run_once(&ctx, cudarc, &graph)?;
             return Err(Error::UnfreedGraphMemory {
                 allocs: nodes.mem_alloc,
                 frees: nodes.mem_free,
@@ -72,6 +69,33 @@ impl<'s, 'a> CandleCapture<'s, 'a> {
         }
         Ok((graph, report))
     }
+
+    /// Ends the capture and describes its graph node by node, for a capture diff. A graph
+    /// that left graph memory allocated is run once, as [`finish`](Self::finish) does (so
+    /// that dropping the tensors the step kept frees memory that exists), and the number of
+    /// such allocations is returned rather than refused: the diff reports it.
+    pub(crate) fn finish_snapshot(self) -> Result<(GraphSnapshot, CaptureReport, usize)> {
+        let Self { guard, _cache, ctx, cudarc } = self;
+        let (graph, snapshot, report) = guard.finish_with_snapshot()?;
+        drop(_cache);
+        let nodes = report.nodes;
+        let unfreed = nodes.mem_alloc.saturating_sub(nodes.mem_free);
+        if unfreed > 0 {
+            run_once(&ctx, cudarc, &graph)?;
+        }
+        Ok((snapshot, report, unfreed))
+    }
+}
+
+/// Launches `graph` once on candle's stream and waits for it: graph memory exists only once
+/// its graph has run.
+fn run_once(ctx: &Context, cudarc: Option<Arc<CudaStream>>, graph: &Graph<'_>) -> Result<()> {
+    if let Some(raw) = cudarc {
+        let mut stream = ctx.wrap_cudarc_stream(raw)?;
+        graph.launch(&mut stream)?;
+        stream.synchronize()?;
+    }
+    Ok(())
 }
 
 impl<'a> Deref for CandleCapture<'_, 'a> {

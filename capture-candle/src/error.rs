@@ -117,6 +117,15 @@ pub enum Error {
         /// Why.
         source: std::io::Error,
     },
+    /// One of the two captures of [`CandleStream::capture_diff`](crate::CandleStream::capture_diff)
+    /// failed: the step cannot be captured at all, which the error it carries names.
+    #[error("capture {run} of the two a capture diff makes failed, so the graphs cannot be compared: {source}")]
+    DiffCaptureFailed {
+        /// Which capture failed: 1 (the first) or 2 (after the host inputs changed).
+        run: u8,
+        /// Why it failed.
+        source: Box<Error>,
+    },
     /// An error from capture-core: the capture, the graph or the stream.
     #[error(transparent)]
     Capture(#[from] capture_core::Error),

@@ -77,6 +77,7 @@
 
 mod capture;
 pub mod decode;
+mod diff;
 mod error;
 pub mod generate;
 mod graph;
@@ -84,6 +85,7 @@ pub mod model;
 mod raw;
 mod stream;
 
+pub use diff::CandleDiff;
 pub use error::{Error, Result};
 pub use graph::{BucketCapture, CandleFamily, CandleGraph};
 pub use stream::CandleStream;

@@ -119,3 +119,58 @@ fn an_upload_not_seen_in_warm_up_fails_the_step_and_the_device_stays_usable() {
     assert!(matches!(r, Err(Error::Candle(_))), "candle's host-upload cache refuses an unseen upload during capture");
     eager_op_works(&dev);
 }
+
+// Issue #25: the capture diff on candle's stream names a host value candle passes by value
+// (an affine op's scalar), reports nothing for a step that reads its inputs from device
+// tensors, and names the capture whose step fails.
+#[test]
+#[ignore = "needs a CUDA device"]
+fn the_capture_diff_names_a_scalar_candle_passes_by_value() {
+    use capture_core::diff::Cause;
+    let Some(dev) = gpu() else { return };
+    let mut cs = CandleStream::new(&dev).unwrap();
+    let x = Tensor::arange(0f32, 64.0, &dev).unwrap();
+    let y = Tensor::zeros(64, DType::F32, &dev).unwrap();
+    let scale = std::cell::Cell::new(3.0f64);
+    let step = || -> capture_candle::Result<()> { Ok(y.slice_set(&x.affine(scale.get(), 0.0)?, 0, 0)?) };
+    cs.warm_up(|| step().map_err(candle_core::Error::wrap)).unwrap();
+    let d = cs
+        .capture_diff(step, || {
+            scale.set(7.0);
+            Ok(())
+        })
+        .unwrap();
+    assert!(!d.diff.differences.is_empty(), "{d}");
+    assert!(d.diff.differences.iter().all(|x| x.cause == Cause::HostValue), "{d}");
+    let first = &d.diff.differences[0];
+    assert!(first.node.kind.contains("affine"), "{d}");
+    assert!(first.node.op.is_none(), "candle's op is not issued through capture-core: {d}");
+    assert!((first.first.as_str(), first.second.as_str()) == ("3", "7"), "{d}");
+    assert_eq!(d.unfreed, [0, 0], "{d}");
+
+    // Read from a device tensor instead: nothing to report.
+    let s = Tensor::new(&[3f32], &dev).unwrap();
+    let clean = || -> capture_candle::Result<()> { Ok(y.slice_set(&x.broadcast_mul(&s)?, 0, 0)?) };
+    cs.warm_up(|| clean().map_err(candle_core::Error::wrap)).unwrap();
+    let d = cs.capture_diff(clean, || Ok(s.slice_set(&Tensor::new(&[7f32], &dev)?, 0, 0)?)).unwrap();
+    assert!(d.is_clean(), "{d}");
+
+    // A step that fails in the second capture: named, and the device still works.
+    let run = std::cell::Cell::new(1);
+    let e = cs
+        .capture_diff(
+            || {
+                if run.get() == 2 {
+                    return Err(Error::InvalidArgument { what: "run", value: "2".into(), expected: "1".into() });
+                }
+                Ok(y.slice_set(&(&x + 1.0)?, 0, 0)?)
+            },
+            || {
+                run.set(2);
+                Ok(())
+            },
+        )
+        .unwrap_err();
+    assert!(matches!(e, Error::DiffCaptureFailed { run: 2, .. }), "{e}");
+    eager_op_works(&dev);
+}

@@ -595,7 +595,26 @@ impl<'s, 'a> CaptureGuard<'s, 'a> {
     /// As [`finish`](Self::finish), less instantiation's; [`Error::Driver`] if the driver
     /// cannot describe the graph.
     pub fn finish_snapshot(self) -> Result<(crate::diff::GraphSnapshot, CaptureReport)> {
-        self.end_capture()?.snapshot()
+        let mut ended = self.end_capture()?;
+        let snap = ended.describe()?;
+        let report = ended.report.take().ok_or(Error::EmptyCapture)?;
+        // Dropping `ended` destroys the graph.
+        Ok((snap, report))
+    }
+
+    /// [`finish`](Self::finish), with the graph also described node by node (see
+    /// [`finish_snapshot`](Self::finish_snapshot)): for a diff whose graphs must be kept, or
+    /// run once (graph memory a step leaves allocated exists only once its graph has run).
+    ///
+    /// # Errors
+    /// As [`finish`](Self::finish) and [`finish_snapshot`](Self::finish_snapshot).
+    #[track_caller]
+    pub fn finish_with_snapshot(self) -> Result<(Graph<'a>, crate::diff::GraphSnapshot, CaptureReport)> {
+        let site = CallSite::caller();
+        let ended = self.end_capture()?;
+        let snap = ended.describe()?;
+        let (graph, report) = ended.instantiate(site)?;
+        Ok((graph, snap, report))
     }
 
     /// Ends the capture and takes the driver's graph, without instantiating it: the first
@@ -656,20 +675,20 @@ impl Drop for Ended<'_, '_> {
 }
 
 impl Ended<'_, '_> {
-    /// Describes the graph node by node (see [`CaptureGuard::finish_snapshot`]); dropping
-    /// `self` afterwards destroys it.
-    pub(crate) fn snapshot(mut self) -> Result<(crate::diff::GraphSnapshot, CaptureReport)> {
+    /// Describes the graph node by node (see [`CaptureGuard::finish_snapshot`]).
+    pub(crate) fn describe(&self) -> Result<crate::diff::GraphSnapshot> {
         let ctx = self.guard.idle.ctx.clone();
         let b = ctx.b();
-        let (Some(graph), Some(report)) = (self.graph, self.report.take()) else {
+        let (Some(graph), Some(report)) = (self.graph, self.report.as_ref()) else {
             return Err(Error::EmptyCapture);
         };
         let (raw, mut ops) =
             b.graph_snapshot(graph).map_err(|code| Error::Driver { op: "cuGraphGetNodes (snapshot)", code })?;
+        let book = self.guard.book.borrow();
         if ops.is_empty() {
             // A GPU: the nodes each operation recorded, as the capture noted them.
             ops = vec![None; raw.nodes.len()];
-            if let Some(marks) = &self.guard.book.borrow().node_marks {
+            if let Some(marks) = &book.node_marks {
                 for (start, end, op) in &marks.ops {
                     for slot in ops.iter_mut().take(*end).skip(*start) {
                         *slot = Some(op.clone());
@@ -677,9 +696,7 @@ impl Ended<'_, '_> {
                 }
             }
         }
-        let handles = self.guard.book.borrow().cond_handles.clone();
-        let snap = crate::device::snapshot::locate(raw, ops, report.capture_id, &handles, |a| b.locate(a));
-        Ok((snap, report))
+        Ok(crate::device::snapshot::locate(raw, ops, report.capture_id, &book.cond_handles, |a| b.locate(a)))
     }
 }
 

@@ -166,6 +166,7 @@ impl<S: StreamState> Stream<S> {
             shared_mem_bytes: cfg.shared_mem_bytes,
             slots: &mut slots[..n],
         };
+        S::before_op(&self.ext, &self.ctx);
         match self.ctx.inner.launch(kernel.raw, params, self.raw) {
             Ok(()) => {
                 S::on_op(&self.ext, &self.ctx, "Stream::launch", site);

@@ -28,7 +28,7 @@ pub(crate) struct KernelInfo {
 /// A node as the driver holds it, addresses raw.
 pub(crate) enum NodeInfo {
     Kernel(KernelInfo),
-    /// dst, src, bytes, the source is host memory, the destination is host memory.
+    /// dst, src, bytes, the source may be host memory, the destination may be host memory.
     Copy {
         dst: u64,
         src: u64,
@@ -196,14 +196,16 @@ unsafe fn node_info(node: sys::CUgraphNode) -> R<NodeInfo> {
             // SAFETY: initialised by the successful call (and zeroed before it).
             let p = unsafe { p.assume_init() };
             use sys::CUmemorytype as M;
-            let host = |t: M| t == M::CU_MEMORYTYPE_HOST;
-            let addr = |t: M, h: u64, d: u64| if host(t) { h } else { d };
+            let addr = |t: M, h: u64, d: u64| if t == M::CU_MEMORYTYPE_HOST { h } else { d };
+            // A unified address may be host memory too (pageable, when the driver does not
+            // know it).
+            let maybe_host = |t: M| matches!(t, M::CU_MEMORYTYPE_HOST | M::CU_MEMORYTYPE_UNIFIED);
             NodeInfo::Copy {
                 dst: addr(p.dstMemoryType, p.dstHost as u64, p.dstDevice) + p.dstXInBytes as u64,
                 src: addr(p.srcMemoryType, p.srcHost as u64, p.srcDevice) + p.srcXInBytes as u64,
                 bytes: p.WidthInBytes * p.Height.max(1) * p.Depth.max(1),
-                src_host: host(p.srcMemoryType),
-                dst_host: host(p.dstMemoryType),
+                src_host: maybe_host(p.srcMemoryType),
+                dst_host: maybe_host(p.dstMemoryType),
             }
         }
         T::CU_GRAPH_NODE_TYPE_MEMSET => {
