@@ -358,17 +358,31 @@ __device__ void silu_mul(const typename E::T* in, u32 inter, u64 n, typename E::
 //   mode 2: f(x) = silu(x[:, :K]) * x[:, K:], x being [M, 2K]: SwiGLU before the down
 //           projection.
 // f(x) is rounded to the element type (as the separate kernel's output would be) and staged
-// once per block in shared memory (M*K elements). Blocks are persistent: each warp takes two
-// rows of W at a time, grid-stride, and keeps the next GEMV_PF 16-byte loads of both rows in
-// registers while it computes the current ones (the first ones are issued before the
-// staging, so the weight stream starts at once). For a short N, `ks` (1, 2, 4 or 8) warps
-// share each row pair, each streaming a slice of K, summed in a fixed order. With `residual`, y = round(round(acc) +
+// once per block in shared memory (M*K elements). With `residual`, y = round(round(acc) +
 // residual), as a product followed by an add would round. K must be a multiple of 8.
-// Block: GEMV_THREADS.
-#define GEMV_THREADS 256
-#define GEMV_WARPS (GEMV_THREADS / 32)
+//
+// Register-lean (at most 64 registers a thread: 1024 threads a multiprocessor): each
+// warp takes one row of W at a time and issues GEMV_L 16-byte loads a lane before it uses
+// them; the other warps on the multiprocessor keep the memory busy meanwhile (no register
+// double-buffer). `ks` (1, 2, 4 or 8) warps share each row, each streaming one slice of K
+// (steps of 32 16-byte loads, ceil(steps / ks) a slice). A block of blockDim.x threads (a
+// multiple of 32, at most GEMV_MAX_THREADS) takes blockDim.x / 32 / ks rows at a time, and
+// strides over the rows by gridDim.x. The first weight loads are issued before the staging.
+// ks = 1: each warp finishes its own row (warp shuffles, no barrier); ks > 1: the slices'
+// sums meet in shared memory and are added in slice order. Each output's residual is loaded
+// when its row starts, not after the sum. The summation order depends only on ks and the
+// block size: the same inputs give the same bits on every run.
+//
+// With `amax`: each row of y's largest (rounded) value and its first index, packed as
+// key << 32 | ~index, kept per thread, then one atomicMax per block (max is order-free).
+//
+// DIAG (bench/gemv_probe.cu only; 0 here): 1 skips the staging (f(x) = 1), 2 replaces the
+// products by an XOR of the weights' bits, 3 both: the GEMV's access pattern alone.
+#define GEMV_MAX_THREADS 512
+#define GEMV_MAX_WARPS (GEMV_MAX_THREADS / 32)
+#define GEMV_MIN_BLOCKS 2
 #define GEMV_MAX_M 2
-#define GEMV_PF 4
+#define GEMV_L 4
 
 template <typename E> struct Pack;
 template <> struct Pack<F32> {
@@ -388,7 +402,7 @@ template <typename E> struct PackHalf {
 template <> struct Pack<BF16> : PackHalf<BF16> {};
 template <> struct Pack<F16> : PackHalf<F16> {};
 
-template <typename E>
+template <typename E, u32 DIAG = 0>
 __device__ void gemv(const typename E::T* x, const typename E::T* W, u32 M, u32 N, u32 K, u32 mode,
                      const typename E::T* nw, float eps, const typename E::T* residual, typename E::T* y, u32 ks,
                      unsigned long long* amax) {
@@ -396,43 +410,55 @@ __device__ void gemv(const typename E::T* x, const typename E::T* W, u32 M, u32 
     constexpr u32 EL = Pack<E>::EL;
     extern __shared__ float gsm[];
     T* xs = reinterpret_cast<T*>(gsm);  // [M][K]
-    __shared__ float red[GEMV_WARPS];
+    __shared__ float red[GEMV_MAX_WARPS];
+    __shared__ float parts[GEMV_MAX_WARPS][GEMV_MAX_M];
+    __shared__ unsigned long long bmax[GEMV_MAX_M];
+    const u32 nt = blockDim.x, nwarps = nt / 32;
     const u32 tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
-    const u32 KS = 32 * EL;                    // elements of a row one warp step covers
-    const u32 steps = (K + KS - 1) / KS;
-    // ks warps share a row pair, each streaming one slice of K (small N, long K: more loads in
-    // flight); their partial sums meet in shared memory, in a fixed order.
-    const u32 per_block = GEMV_WARPS / ks, slice = warp % ks;
+    const u32 steps = (K + 32 * EL - 1) / (32 * EL);  // 16-byte loads a lane for a whole row
+    const u32 rows_blk = nwarps / ks, slice = warp % ks, row_in = warp / ks;
     const u32 slice_steps = (steps + ks - 1) / ks;
     const u32 s_begin = min(steps, slice * slice_steps), s_end = min(steps, s_begin + slice_steps);
-    const u32 groups = (N + 2 * per_block - 1) / (2 * per_block);
-    __shared__ float parts[GEMV_WARPS][GEMV_MAX_M][2];
-    // With `amax`: each row of y's largest (rounded) value and its first index, packed as
-    // key << 32 | ~index, kept per thread, then one atomicMax per block (max is order-free).
-    unsigned long long best[GEMV_MAX_M] = {0, 0};
-    auto row_of = [&](u32 grp) { return (grp * per_block + warp / ks) * 2; };
-    uint4 pa[GEMV_PF], pb[GEMV_PF];
-    auto fetch = [&](u32 row, u32 s0) {
-        const T* ra = W + (u64)row * K;
-        const T* rb = W + (u64)min(row + 1, N - 1) * K;
+    const u32 groups = (N + rows_blk - 1) / rows_blk;
+    // Who writes which output: with ks = 1, lane m of each warp writes its row's output for
+    // row m of x; otherwise thread j < rows_blk * M of the block writes (m, row) = (j /
+    // rows_blk, j % rows_blk) once the slices have met.
+    const bool direct = ks == 1;
+    const u32 e_m = direct ? lane : tid / rows_blk;
+    const u32 e_row = direct ? row_in : tid % rows_blk;
+    const bool e_on = direct ? lane < M : tid < rows_blk * M;
+    float res_next = 0.f;
+    auto load_res = [&](u32 grp) {
+        const u32 n = grp * rows_blk + e_row;
+        if (residual && e_on && grp < groups && n < N) res_next = E::ld(residual, (u64)e_m * N + n);
+    };
+    if (amax && tid < GEMV_MAX_M) bmax[tid] = 0;
+    uint4 w[GEMV_L];
+    auto load = [&](u32 n, u32 s0) {
+        const T* row = W + (u64)n * K;
 #pragma unroll
-        for (u32 s = 0; s < GEMV_PF; ++s) {
+        for (u32 s = 0; s < GEMV_L; ++s) {
             const u32 k = ((s0 + s) * 32 + lane) * EL;
-            if (s0 + s < s_end && k < K) {
-                pa[s] = __ldg(reinterpret_cast<const uint4*>(ra + k));
-                pb[s] = __ldg(reinterpret_cast<const uint4*>(rb + k));
-            }
+            if (s0 + s < s_end && k < K) w[s] = __ldg(reinterpret_cast<const uint4*>(row + k));
         }
     };
-    // The first weight loads, before the staging.
-    if (blockIdx.x < groups && row_of(blockIdx.x) < N) fetch(row_of(blockIdx.x), s_begin);
-    // Staging, 16 bytes a thread a round, four rounds in flight.
-    for (u32 m = 0; m < M; ++m) {
+    // The first weight loads and residuals, before the staging.
+    bool loaded = false;
+    if (blockIdx.x < groups) {
+        const u32 n = blockIdx.x * rows_blk + row_in;
+        if (n < N && s_begin < s_end) {
+            load(n, s_begin);
+            loaded = true;
+        }
+    }
+    load_res(blockIdx.x);
+    // Staging f(x), 16 bytes a thread a round.
+    for (u32 m = 0; m < M && !(DIAG & 1); ++m) {
         float inv = 1.f;
         if (mode == 1) {
             float ss = 0.f;
-#pragma unroll 4
-            for (u32 k = tid * EL; k < K; k += GEMV_THREADS * EL) {
+#pragma unroll 2
+            for (u32 k = tid * EL; k < K; k += nt * EL) {
                 float v[EL];
                 Pack<E>::unpack(*reinterpret_cast<const uint4*>(x + (u64)m * K + k), v);
 #pragma unroll
@@ -442,13 +468,12 @@ __device__ void gemv(const typename E::T* x, const typename E::T* W, u32 M, u32 
             if (lane == 0) red[warp] = ss;
             __syncthreads();
             float tot = 0.f;
-#pragma unroll
-            for (u32 w = 0; w < GEMV_WARPS; ++w) tot += red[w];
+            for (u32 i = 0; i < nwarps; ++i) tot += red[i];
             inv = rsqrtf(tot / K + eps);
             __syncthreads();
         }
-#pragma unroll 4
-        for (u32 k = tid * EL; k < K; k += GEMV_THREADS * EL) {
+#pragma unroll 2
+        for (u32 k = tid * EL; k < K; k += nt * EL) {
             float v[EL];
             if (mode == 2) {
                 float u[EL];
@@ -459,96 +484,99 @@ __device__ void gemv(const typename E::T* x, const typename E::T* W, u32 M, u32 
             } else {
                 Pack<E>::unpack(*reinterpret_cast<const uint4*>(x + (u64)m * K + k), v);
                 if (mode == 1) {
-                    float w[EL];
-                    Pack<E>::unpack(*reinterpret_cast<const uint4*>(nw + k), w);
+                    float g[EL];
+                    Pack<E>::unpack(*reinterpret_cast<const uint4*>(nw + k), g);
 #pragma unroll
-                    for (u32 j = 0; j < EL; ++j) v[j] = v[j] * inv * w[j];
+                    for (u32 j = 0; j < EL; ++j) v[j] = v[j] * inv * g[j];
                 }
             }
+            uint4 o;
+            T* oh = reinterpret_cast<T*>(&o);
 #pragma unroll
-            for (u32 j = 0; j < EL; ++j) E::st(xs, (u64)m * K + k + j, v[j]);
+            for (u32 j = 0; j < EL; ++j) E::st(oh, j, v[j]);
+            *reinterpret_cast<uint4*>(xs + (u64)m * K + k) = o;
         }
     }
     __syncthreads();
+    unsigned long long best = 0;
     for (u32 grp = blockIdx.x; grp < groups; grp += gridDim.x) {
-        const u32 n = row_of(grp);
-        float acc[GEMV_MAX_M][2];
-#pragma unroll
-        for (u32 m = 0; m < GEMV_MAX_M; ++m) acc[m][0] = acc[m][1] = 0.f;
+        const u32 n = grp * rows_blk + row_in;
+        const float res = res_next;
+        load_res(grp + gridDim.x);  // the next row's, in flight during this one
+        float acc[GEMV_MAX_M] = {0.f, 0.f};
+        u32 bits = 0;
         if (n < N) {
-            for (u32 s0 = s_begin; s0 < s_end; s0 += GEMV_PF) {
-                uint4 ca[GEMV_PF], cb[GEMV_PF];
+            for (u32 s0 = s_begin; s0 < s_end; s0 += GEMV_L) {
+                if (!loaded) load(n, s0);
+                loaded = false;
 #pragma unroll
-                for (u32 s = 0; s < GEMV_PF; ++s) {
-                    ca[s] = pa[s];
-                    cb[s] = pb[s];
-                }
-                // Prefetch what comes next: the rest of this slice, or the next group's.
-                if (s0 + GEMV_PF < s_end) {
-                    fetch(n, s0 + GEMV_PF);
-                } else if (grp + gridDim.x < groups && row_of(grp + gridDim.x) < N) {
-                    fetch(row_of(grp + gridDim.x), s_begin);
-                }
-#pragma unroll
-                for (u32 s = 0; s < GEMV_PF; ++s) {
+                for (u32 s = 0; s < GEMV_L; ++s) {
                     const u32 k = ((s0 + s) * 32 + lane) * EL;
                     if (s0 + s < s_end && k < K) {
-                        float a[EL], b[EL];
-                        Pack<E>::unpack(ca[s], a);
-                        Pack<E>::unpack(cb[s], b);
+                        if (DIAG & 2) {
+                            bits ^= w[s].x ^ w[s].y ^ w[s].z ^ w[s].w;
+                            continue;
+                        }
+                        float a[EL];
+                        Pack<E>::unpack(w[s], a);
 #pragma unroll
                         for (u32 m = 0; m < GEMV_MAX_M; ++m) {
                             if (m < M) {
                                 float xv[EL];
-                                Pack<E>::unpack(*reinterpret_cast<const uint4*>(xs + (u64)m * K + k), xv);
+                                if (DIAG & 1) {
 #pragma unroll
-                                for (u32 j = 0; j < EL; ++j) {
-                                    acc[m][0] += a[j] * xv[j];
-                                    acc[m][1] += b[j] * xv[j];
+                                    for (u32 j = 0; j < EL; ++j) xv[j] = 1.f;
+                                } else {
+                                    Pack<E>::unpack(*reinterpret_cast<const uint4*>(xs + (u64)m * K + k), xv);
                                 }
+#pragma unroll
+                                for (u32 j = 0; j < EL; ++j) acc[m] += a[j] * xv[j];
                             }
                         }
                     }
                 }
             }
         }
+        if (DIAG & 2) acc[0] = __uint_as_float(bits & 0x3fffffffu);
+        // The sums: every lane of the warp gets each row of x's total.
+        float mine = 0.f;
 #pragma unroll
         for (u32 m = 0; m < GEMV_MAX_M; ++m)
-#pragma unroll
-            for (u32 r = 0; r < 2; ++r) {
-                const float v = warp_sum(acc[m][r]);
-                if (lane == 0) parts[warp][m][r] = v;
-            }
-        __syncthreads();
-        if (slice == 0 && lane == 0 && n < N) {
-            for (u32 m = 0; m < M; ++m)
-                for (u32 r = 0; r < 2; ++r) {
-                    if (n + r >= N) continue;
-                    float v = 0.f;
-                    for (u32 i = 0; i < ks; ++i) v += parts[warp + i][m][r];
-                    const u64 o = (u64)m * N + n + r;
-                    E::st(y, o, v);
-                    if (residual) E::st(y, o, E::ld(y, o) + E::ld(residual, o));
-                    if (amax) {
-                        const unsigned long long pk =
-                            ((unsigned long long)key_of(E::ld(y, o)) << 32) | (0xffffffffu - (n + r));
-                        if (pk > best[m]) best[m] = pk;
-                    }
+            if (m < M) {
+                const float v = warp_sum(acc[m]);
+                if (direct) {
+                    if (e_m == m) mine = v;
+                } else if (lane == 0) {
+                    parts[warp][m] = v;
                 }
+            }
+        if (!direct) {
+            __syncthreads();
+            if (e_on) {
+                float v = 0.f;
+                for (u32 i = 0; i < ks; ++i) v += parts[e_row * ks + i][e_m];
+                mine = v;
+            }
         }
-        __syncthreads();
+        const u32 no = grp * rows_blk + e_row;
+        if (e_on && no < N) {
+            const u64 o = (u64)e_m * N + no;
+            T t;
+            E::st(&t, 0, mine);
+            if (residual) E::st(&t, 0, E::ld(&t, 0) + res);
+            y[o] = t;
+            if (amax) {
+                const unsigned long long pk = ((unsigned long long)key_of(E::ld(&t, 0)) << 32) | (0xffffffffu - no);
+                if (pk > best) best = pk;
+            }
+        }
+        if (!direct) __syncthreads();
     }
     if (amax) {
-        __shared__ unsigned long long bb[GEMV_WARPS][GEMV_MAX_M];
-        if (lane == 0)
-            for (u32 m = 0; m < GEMV_MAX_M; ++m) bb[warp][m] = best[m];
         __syncthreads();
-        if (tid == 0)
-            for (u32 m = 0; m < M; ++m) {
-                unsigned long long mx = 0;
-                for (u32 w = 0; w < GEMV_WARPS; ++w) mx = bb[w][m] > mx ? bb[w][m] : mx;
-                if (mx) atomicMax(amax + m, mx);
-            }
+        if (e_on && best) atomicMax(&bmax[e_m], best);
+        __syncthreads();
+        if (tid < M && bmax[tid]) atomicMax(amax + tid, bmax[tid]);
     }
 }
 
@@ -830,7 +858,7 @@ __device__ void sample(const typename E::T* logits, u32 V, const float* params, 
     }
 
 #define INSTANTIATE_GEMV(E, SUF)                                                                            \
-    extern "C" __global__ void __launch_bounds__(GEMV_THREADS) gemv_##SUF(                                    \
+    extern "C" __global__ void __launch_bounds__(GEMV_MAX_THREADS, GEMV_MIN_BLOCKS) gemv_##SUF(                                    \
         const E::T* x, const E::T* W, u32 M, u32 N, u32 K, u32 mode, const E::T* nw, float eps,                \
         const E::T* residual, E::T* y, u32 ks, unsigned long long* amax) {                                   \
         gemv<E>(x, W, M, N, K, mode, nw, eps, residual, y, ks, amax);                                         \

@@ -216,14 +216,38 @@ pub(crate) fn add_rms_norm(x: &Tensor, delta: Option<&Tensor>, w: &Tensor, eps: 
 
 /// Rows of `x` the GEMV kernel takes (`GEMV_MAX_M`).
 pub(crate) const GEMV_MAX_M: usize = 2;
-/// Threads of a GEMV block, and rows of W a block takes at a time (two per warp).
-const GEMV_THREADS: u32 = 256;
-const GEMV_ROWS_PER_BLOCK: u32 = 16;
-/// Persistent GEMV blocks: two per multiprocessor of an H100 (132); the grid strides.
-const GEMV_BLOCKS: u32 = 264;
+/// Multiprocessors the grid is sized for (an H100's 132). A GPU with more runs the grid in
+/// one wave all the same; with fewer, the blocks past its capacity wait for a free slot.
+const GEMV_SMS: usize = 132;
+/// Threads a multiprocessor holds at the kernel's register budget (64 registers a thread:
+/// `__launch_bounds__(GEMV_MAX_THREADS, GEMV_MIN_BLOCKS)` = (512, 2) in the kernel).
+const GEMV_THREADS_PER_SM: usize = 1024;
+
+/// The GEMV's launch for `[n, k]` weights of `elem` bytes an element: threads a block, the
+/// warps that share each row (`ks`), and the grid.
+///
+/// - 512 threads a block for long rows (k >= 4096: the SwiGLU down projection), else 256:
+///   each block stages f(x) once, so fewer, larger blocks spend less on the staging.
+/// - `ks`: warps per row, doubled while there are fewer than 3,072 row tasks (about 23 warps a
+///   multiprocessor) and each slice keeps at least 4 loads a lane.
+/// - The grid: every group of rows its own block, up to what the GPU holds at once; past that
+///   the blocks stride.
+///
+/// Measured on an H100 against other block sizes and `ks` (bench/gemv_probe.cu, docs/benchmarks-llama.md).
+pub(crate) fn gemv_launch(n: usize, k: usize, elem: usize) -> (u32, u32, u32) {
+    let threads = if k >= 4096 { 512 } else { 256 };
+    let steps = k.div_ceil(32 * (16 / elem));
+    let mut ks = 1usize;
+    while ks < 8 && n * ks < 3072 && steps / (ks * 2) >= 4 {
+        ks *= 2;
+    }
+    let rows = threads / 32 / ks;
+    let grid = n.div_ceil(rows).clamp(1, GEMV_SMS * (GEMV_THREADS_PER_SM / threads));
+    (threads as u32, ks as u32, grid as u32)
+}
 
 /// `y = f(x) . w^T (+ residual)` in one kernel (see `gemv` in decode.cu); `mode` 0 plain, 1
-/// RMSNorm with `nw`, 2 SwiGLU. The caller checks M <= 8, K % 8 == 0 and the shared memory.
+/// RMSNorm with `nw`, 2 SwiGLU. The caller checks M <= 2, K % 8 == 0 and the shared memory.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn gemv(
     x: &Tensor,
@@ -239,20 +263,13 @@ pub(crate) fn gemv(
     if device_address(w)? % 16 != 0 {
         candle_core::bail!("gemv: the weight must start on a 16-byte boundary");
     }
-    // Every element of y is written: the warps stride over all rows of W, two at a time, and
-    // write each row's output for all M rows of x.
+    // Every element of y is written: the warps stride over all rows of W, and each row's
+    // output is written for all M rows of x.
     let y = raw::uninit((m, n), x.dtype(), x.device())?;
-    // Split K across warps until there are about as many warp tasks as the persistent
-    // blocks hold warps (264 blocks of 8), keeping at least 4 loads a slice.
-    let steps = k.div_ceil(32 * (16 / x.dtype().size_in_bytes()));
-    let mut ks = 1usize;
-    while ks < 8 && n.div_ceil(2) * ks < (GEMV_BLOCKS as usize) * 8 && steps / (ks * 2) >= 4 {
-        ks *= 2;
-    }
-    let rows_per_block = GEMV_ROWS_PER_BLOCK as usize / ks;
+    let (threads, ks, grid) = gemv_launch(n, k, x.dtype().size_in_bytes());
     let cfg = LaunchConfig {
-        grid_dim: (n.div_ceil(rows_per_block).min(GEMV_BLOCKS as usize) as u32, 1, 1),
-        block_dim: (GEMV_THREADS, 1, 1),
+        grid_dim: (grid, 1, 1),
+        block_dim: (threads, 1, 1),
         shared_mem_bytes: (m * k * x.dtype().size_in_bytes()) as u32,
     };
     let args = [
@@ -266,7 +283,7 @@ pub(crate) fn gemv(
         Arg::F32(eps),
         addr(residual)?,
         addr(Some(&y))?,
-        Arg::U32(ks as u32),
+        Arg::U32(ks),
         addr(amax)?,
     ];
     go(&dev, "gemv", x.dtype(), cfg, &args)?;

@@ -1,0 +1,603 @@
+// Probe for issue #22, part 3: how close can the decode step's batch-1 projections come to
+// the memory bandwidth, and what bounds them? At the Llama-3.2-1B projection shapes (bf16
+// weights), each path is timed inside a CUDA graph of 16 dependent nodes (each node its own
+// matrix, so the 50 MB L2 holds none of them; the LM head: 2 nodes over 2 matrices), replayed
+// 3 + 7 x 30 times; the time is the median of the 7 per-replay averages (cudaEvent timing),
+// per node:
+//   (a) capture-candle's GEMV as shipped before this change (bench/gemv_old.cuh, decode.cu at
+//       e2a704e), launched as gpu.rs launched it;
+//   (b) a streaming-read floor: 16-byte loads over the same weight bytes, XOR-reduced, one
+//       node per matrix, swept over block size, loads in flight, grid and cache hint (run 1
+//       swept 256/512/1024 threads x 4/8/16 loads x hint; these are its best); the best per
+//       shape;
+//   (c) cuBLAS (cublasGemmEx, bf16 in and out, f32 compute, n = batch: 1 and 8);
+//   (d) capture-candle's GEMV now (kernels/decode.cu `gemv_bf16`), launched as gpu.rs
+//       launches it (the same rule, restated below), with the fused prologue/epilogue of
+//       each shape; also swept over block size and ks, and taken apart (DIAG: no staging,
+//       no arithmetic, neither) to show where the time over (b) goes.
+// Then the layer's four projections x 16 layers in one graph.
+// Correctness: (d) (rule and every swept configuration) against (a) and a CPU reference
+// (double) on fresh random data at every shape, M = 1 and 2, outputs poisoned first; f16 and
+// f32 (d) against (a) and the reference at the o shape in all three modes.
+//
+// Build (any machine with nvcc 13 and cuBLAS; compute_80 code compiled for the H100, as the
+// driver compiles decode.ptx):
+//   nvcc -O3 -std=c++17 -gencode arch=compute_80,code=sm_90 -Xcompiler -fopenmp \
+//        -o gemv_probe bench/gemv_probe.cu -lcublas
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <cmath>
+#include <vector>
+#include <string>
+#include <algorithm>
+#include <functional>
+#include <chrono>
+#include <cuda_runtime.h>
+#include <cublas_v2.h>
+
+#include "../capture-candle/kernels/decode.cu"
+#include "gemv_old.cuh"
+
+#define CK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { printf("CUDA %s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e_)); exit(1); } } while (0)
+#define CB(x) do { cublasStatus_t s_ = (x); if (s_ != CUBLAS_STATUS_SUCCESS) { printf("cuBLAS %s:%d %d\n", __FILE__, __LINE__, (int)s_); exit(1); } } while (0)
+
+typedef unsigned long long ull;
+static double wall() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+static double g_t0;
+
+// ---------------------------------------------------------------------------------------
+// Kernels of the probe.
+__global__ void fill_bf16(u16* p, u64 n, u64 seed, float lo, float hi) {
+    for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x) {
+        const u64 h = mix64(seed ^ mix64(i + 0x9e3779b97f4a7c15ull));
+        const float u = (float)(h >> 40) * (1.f / 16777216.f);
+        BF16::st(p, i, lo + (hi - lo) * u);
+    }
+}
+
+template <bool HINT>
+static __device__ __forceinline__ uint4 ld16(const uint4* p) {
+    if (HINT) {
+        uint4 v;
+        asm volatile("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0,%1,%2,%3}, [%4];"
+                     : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
+        return v;
+    }
+    return __ldg(p);
+}
+
+// (b) The floor: every 16-byte word of [p, p + n16) read once, L loads a thread in flight.
+template <u32 NT, u32 L, bool HINT>
+__global__ void __launch_bounds__(NT) stream_floor(const uint4* __restrict__ p, u64 n16, u32* out) {
+    u32 acc = 0;
+    const u64 stride = (u64)gridDim.x * NT * L;
+    for (u64 base = (u64)blockIdx.x * NT * L + threadIdx.x; base < n16; base += stride) {
+        uint4 v[L];
+#pragma unroll
+        for (u32 j = 0; j < L; ++j) {
+            const u64 i = base + (u64)j * NT;
+            v[j] = i < n16 ? ld16<HINT>(p + i) : make_uint4(0, 0, 0, 0);
+        }
+#pragma unroll
+        for (u32 j = 0; j < L; ++j) acc ^= v[j].x ^ v[j].y ^ v[j].z ^ v[j].w;
+    }
+    for (int o = 16; o > 0; o >>= 1) acc ^= __shfl_xor_sync(0xffffffffu, acc, o);
+    if (threadIdx.x == 0) out[blockIdx.x] = acc;
+}
+
+
+// (d) taken apart: the same kernel with DIAG set (see decode.cu).
+template <u32 DIAG>
+__global__ void __launch_bounds__(GEMV_MAX_THREADS, GEMV_MIN_BLOCKS) gemv_diag_bf16(
+    const u16* x, const u16* W, u32 M, u32 N, u32 K, u32 mode, const u16* nw, float eps, const u16* residual, u16* y,
+    u32 ks, unsigned long long* amax) {
+    gemv<BF16, DIAG>(x, W, M, N, K, mode, nw, eps, residual, y, ks, amax);
+}
+
+__global__ void bf16_to_f32(const u16* a, float* b, u64 n) {
+    for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x) b[i] = BF16::ld(a, i);
+}
+__global__ void bf16_to_f16(const u16* a, u16* b, u64 n) {
+    for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x) F16::st(b, i, BF16::ld(a, i));
+}
+
+typedef void (*FloorFn)(const uint4*, u64, u32*);
+struct FloorVariant { const char* name; FloorFn f; u32 nt, l; };
+#define FV(NT, L, H) FloorVariant{"nt" #NT "_l" #L "_h" #H, stream_floor<NT, L, H>, NT, L}
+// Run 1 swept 256/512/1024 threads x 4/8/16 loads x hint on/off: these were its best.
+static FloorVariant floor_variants[] = {
+    FV(256, 4, 0), FV(256, 4, 1), FV(256, 8, 1), FV(512, 4, 1), FV(1024, 4, 1),
+};
+
+// ---------------------------------------------------------------------------------------
+// Host side.
+static int g_sms = 132;
+static cudaStream_t g_s;
+
+static float bf2f(u16 h) { u32 u = (u32)h << 16; float f; memcpy(&f, &u, 4); return f; }
+static u16 f2bf(float v) {
+    u32 x; memcpy(&x, &v, 4);
+    if ((x & 0x7fffffffu) > 0x7f800000u) return 0x7fc0;
+    x += 0x7fffu + ((x >> 16) & 1u);
+    return (u16)(x >> 16);
+}
+static float h2f(u16 h) {  // IEEE half to float
+    const u32 s = (h >> 15) & 1, e = (h >> 10) & 31, m = h & 1023;
+    float v;
+    if (e == 0) v = ldexpf((float)m, -24);
+    else if (e == 31) v = m ? NAN : INFINITY;
+    else v = ldexpf((float)(m | 1024), (int)e - 25);
+    return s ? -v : v;
+}
+
+// Rounds to the nearest f16 value (ties to even; no overflow at these magnitudes).
+static float f16_round(float v) {
+    if (v == 0 || !std::isfinite(v)) return v;
+    int e;
+    frexpf(v, &e);
+    const int bits = e < -13 ? 11 - (-13 - e) : 11;
+    const float scale = ldexpf(1.f, bits - e);
+    return nearbyintf(v * scale) / scale;
+}
+
+struct Timing { double med, lo, hi; };
+
+// Captures `nodes` launches (launch(i) enqueues node i on g_s), replays 3 + 7 x 30 times;
+// microseconds per node.
+static Timing time_graph(int nodes, const std::function<void(int)>& launch) {
+    cudaGraph_t g; cudaGraphExec_t ex;
+    CK(cudaStreamBeginCapture(g_s, cudaStreamCaptureModeGlobal));
+    for (int i = 0; i < nodes; ++i) launch(i);
+    CK(cudaStreamEndCapture(g_s, &g));
+    CK(cudaGraphInstantiate(&ex, g, 0));
+    cudaEvent_t a, b;
+    CK(cudaEventCreate(&a)); CK(cudaEventCreate(&b));
+    for (int i = 0; i < 3; ++i) CK(cudaGraphLaunch(ex, g_s));
+    std::vector<double> t;
+    const int per = 30;
+    for (int r = 0; r < 7; ++r) {
+        CK(cudaEventRecord(a, g_s));
+        for (int i = 0; i < per; ++i) CK(cudaGraphLaunch(ex, g_s));
+        CK(cudaEventRecord(b, g_s));
+        CK(cudaEventSynchronize(b));
+        float ms; CK(cudaEventElapsedTime(&ms, a, b));
+        t.push_back(ms * 1e3 / per / nodes);
+    }
+    CK(cudaGetLastError());
+    std::sort(t.begin(), t.end());
+    CK(cudaEventDestroy(a)); CK(cudaEventDestroy(b));
+    CK(cudaGraphExecDestroy(ex)); CK(cudaGraphDestroy(g));
+    return {t[3], t[0], t[6]};
+}
+
+struct Shape { const char* name; u32 N, K, mode; bool residual, amax; int nodes; };
+static const Shape shapes[] = {
+    {"qkv (RMSNorm)", 3072, 2048, 1, false, false, 16},
+    {"o (+residual)", 2048, 2048, 0, true, false, 16},
+    {"down (SwiGLU, +residual)", 2048, 8192, 2, true, false, 16},
+    {"gate/up (RMSNorm)", 16384, 2048, 1, false, false, 16},
+    {"lm head (RMSNorm, argmax)", 128256, 2048, 1, false, true, 2},
+    // Diagnostics: the qkv and o shapes with no prologue and no residual (floor, cuBLAS: as above).
+    {"qkv shape, plain", 3072, 2048, 0, false, false, 16},
+    {"o shape, plain", 2048, 2048, 0, false, false, 16},
+};
+static const int NS = sizeof(shapes) / sizeof(shapes[0]);
+
+struct Bufs {
+    u16* W;      // weights, matrices back to back
+    u16* x;      // [8, 2 * 8192] inputs (SwiGLU takes 2K)
+    u16* nw;     // [16384] norm weight
+    u16* res;    // [8, 128256] residual
+    u16* y;      // [8, 128256] output
+    ull* amax;   // [8]
+    u32* fout;   // floor outputs
+    void* ws;    // cuBLAS workspace
+};
+static Bufs B;
+
+// A launch: block size, ks, grid.
+struct Cfg { u32 threads, ks, grid; };
+
+// (a): gpu.rs's launch of the old kernel (256 threads, two rows a warp, 264 persistent blocks).
+static Cfg old_cfg(u32 n, u32 k, u32 elsize) {
+    const u32 steps = (k + 32 * (16 / elsize) - 1) / (32 * (16 / elsize));
+    u32 ks = 1;
+    while (ks < 8 && (n + 1) / 2 * ks < 264 * 8 && steps / (ks * 2) >= 4) ks *= 2;
+    const u32 rpb = 16 / ks;
+    return {256, ks, std::min((n + rpb - 1) / rpb, 264u)};
+}
+// (d): gpu.rs's launch of the new kernel (kept in step with capture-candle/src/decode/gpu.rs).
+static Cfg new_cfg(u32 n, u32 k, u32 elsize) {
+    const u32 threads = k >= 4096 ? 512 : 256;
+    const u32 steps = (k + 32 * (16 / elsize) - 1) / (32 * (16 / elsize));
+    u32 ks = 1;
+    while (ks < 8 && n * ks < 3072 && steps / (ks * 2) >= 4) ks *= 2;
+    const u32 rows = threads / 32 / ks, groups = (n + rows - 1) / rows;
+    return {threads, ks, std::max(1u, std::min(groups, 132u * (1024 / threads)))};
+}
+// A swept configuration: the grid fills the GPU (occupancy from the runtime).
+static Cfg sweep_cfg(const void* f, u32 n, u32 M, u32 k, u32 threads, u32 ks) {
+    int occ = 0;
+    CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, f, threads, M * k * 2));
+    const u32 rows = threads / 32 / ks, groups = (n + rows - 1) / rows;
+    return {threads, ks, std::min(groups, (u32)(occ * g_sms))};
+}
+
+typedef void (*GemvBf16)(const u16*, const u16*, u32, u32, u32, u32, const u16*, float, const u16*, u16*, u32, ull*);
+static void launch_gemv(GemvBf16 f, const Cfg& c, const Shape& sh, u32 M, const u16* W, u16* y, ull* amax) {
+    f<<<c.grid, c.threads, M * sh.K * 2, g_s>>>(B.x, W, M, sh.N, sh.K, sh.mode, sh.mode == 1 ? B.nw : nullptr, 1e-5f,
+                                               sh.residual ? B.res : nullptr, y, c.ks, amax);
+}
+
+static void launch_cublas(cublasHandle_t h, const Shape& sh, u32 M, const u16* W, u16* y) {
+    const float one = 1.f, zero = 0.f;
+    CB(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, sh.N, M, sh.K, &one, W, CUDA_R_16BF, sh.K, B.x, CUDA_R_16BF, sh.K,
+                    &zero, y, CUDA_R_16BF, sh.N, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+}
+
+// ---------------------------------------------------------------------------------------
+// Correctness.
+// The reference in double from the inputs as floats; `rt` rounds the staged input to the
+// element type as the kernels do.
+static std::vector<double> cpu_ref(const Shape& sh, u32 M, const std::vector<float>& W, const std::vector<float>& x,
+                                   const std::vector<float>& nw, const std::vector<float>& res,
+                                   const std::function<float(float)>& rt) {
+    const u32 N = sh.N, K = sh.K;
+    std::vector<float> f((size_t)M * K);
+    for (u32 m = 0; m < M; ++m) {
+        if (sh.mode == 1) {
+            double ss = 0;
+            for (u32 k = 0; k < K; ++k) { double v = x[(size_t)m * K + k]; ss += v * v; }
+            const double inv = 1.0 / sqrt(ss / K + 1e-5);
+            for (u32 k = 0; k < K; ++k) f[(size_t)m * K + k] = rt((float)(x[(size_t)m * K + k] * inv * nw[k]));
+        } else if (sh.mode == 2) {
+            for (u32 k = 0; k < K; ++k) {
+                const double g = x[(size_t)m * 2 * K + k], u = x[(size_t)m * 2 * K + K + k];
+                f[(size_t)m * K + k] = rt((float)(g / (1.0 + exp(-g)) * u));
+            }
+        } else {
+            for (u32 k = 0; k < K; ++k) f[(size_t)m * K + k] = x[(size_t)m * K + k];
+        }
+    }
+    std::vector<double> r((size_t)M * N);
+#pragma omp parallel for schedule(static)
+    for (u32 n = 0; n < N; ++n)
+        for (u32 m = 0; m < M; ++m) {
+            double acc = 0;
+            const float* fm = &f[(size_t)m * K];
+            const float* wn = &W[(size_t)n * K];
+            for (u32 k = 0; k < K; ++k) acc += (double)wn[k] * fm[k];
+            if (sh.residual) acc += res[(size_t)m * N + n];
+            r[(size_t)m * N + n] = acc;
+        }
+    return r;
+}
+
+struct Err { double max_abs = 0, max_rel = 0; u64 bad = 0, unwritten = 0; };
+// |y - ref| <= tol * (|ref| + 1): the output's rounding (twice with a residual), the
+// staged input's rounding, the f32 sum's order; NaN or a poisoned (unwritten) element never passes.
+static Err check(const std::vector<float>& y, const std::vector<double>& r, double tol) {
+    Err e;
+    for (size_t i = 0; i < y.size(); ++i) {
+        if (std::isnan(y[i])) { e.unwritten++; e.bad++; continue; }
+        const double d = fabs(y[i] - r[i]);
+        if (!(d <= tol * (fabs(r[i]) + 1))) e.bad++;
+        e.max_abs = std::max(e.max_abs, d);
+        e.max_rel = std::max(e.max_rel, d / std::max(fabs(r[i]), 1e-2));
+    }
+    return e;
+}
+
+template <typename T> static std::vector<T> d2h(const T* p, size_t n) {
+    std::vector<T> h(n);
+    CK(cudaStreamSynchronize(g_s));
+    CK(cudaMemcpy(h.data(), p, n * sizeof(T), cudaMemcpyDeviceToHost));
+    return h;
+}
+static std::vector<float> bf_vec(const std::vector<u16>& v) {
+    std::vector<float> o(v.size());
+    for (size_t i = 0; i < v.size(); ++i) o[i] = bf2f(v[i]);
+    return o;
+}
+static void fill(u16* p, u64 n, u64 seed, float lo, float hi) {
+    fill_bf16<<<1024, 256, 0, g_s>>>(p, n, seed, lo, hi);
+    CK(cudaGetLastError());
+}
+static u32 first_max(const std::vector<float>& y, u32 m, u32 N) {
+    u32 bi = 0;
+    for (u32 n = 1; n < N; ++n)
+        if (y[(size_t)m * N + n] > y[(size_t)m * N + bi]) bi = n;
+    return bi;
+}
+
+int main(int argc, char** argv) {
+    setvbuf(stdout, nullptr, _IOLBF, 0);
+    g_t0 = wall();
+    const bool verbose = !(argc > 1 && !strcmp(argv[1], "quiet"));
+    // "check": correctness only, without the LM head (for compute-sanitizer, which is slow).
+    const bool check_only = argc > 1 && !strcmp(argv[1], "check");
+    cudaDeviceProp prop;
+    CK(cudaGetDeviceProperties(&prop, 0));
+    g_sms = prop.multiProcessorCount;
+    printf("device %s, %d SMs, L2 %d MB, bus %d bits\n", prop.name, g_sms, prop.l2CacheSize >> 20, prop.memoryBusWidth);
+    CK(cudaStreamCreateWithFlags(&g_s, cudaStreamNonBlocking));
+    // Weights: 16 layers of the four projections (1.95 GB), also reused as 16 matrices of each shape.
+    const u64 layer_el = 3072ull * 2048 + 2048ull * 2048 + 16384ull * 2048 + 2048ull * 8192;
+    const u64 w_el = std::max(16 * layer_el, 2 * 128256ull * 2048);
+    CK(cudaMalloc(&B.W, w_el * 2));
+    CK(cudaMalloc(&B.x, 8 * 2 * 8192 * 2));
+    CK(cudaMalloc(&B.nw, 16384 * 2));
+    CK(cudaMalloc(&B.res, 8 * 128256 * 2));
+    CK(cudaMalloc(&B.y, 8 * 128256 * 4));
+    CK(cudaMalloc(&B.amax, 8 * 8));
+    CK(cudaMalloc(&B.fout, 1 << 20));
+    CK(cudaMalloc(&B.ws, 32 << 20));
+    fill(B.W, w_el, 1, -0.05f, 0.05f);
+    fill(B.nw, 16384, 3, 0.5f, 1.5f);
+    fill(B.res, 8 * 128256, 4, -1.f, 1.f);
+    CK(cudaMemsetAsync(B.amax, 0, 64, g_s));
+    CK(cudaStreamSynchronize(g_s));
+    cublasHandle_t h;
+    CB(cublasCreate(&h));
+    CB(cublasSetStream(h, g_s));
+    CB(cublasSetWorkspace(h, B.ws, 32 << 20));
+    {
+        cudaFuncAttributes fa;
+        const void* fs[] = {(const void*)gemv_old_bf16, (const void*)gemv_bf16, (const void*)gemv_f16, (const void*)gemv_f32};
+        const char* nm[] = {"(a) old gemv_bf16", "(d) gemv_bf16", "(d) gemv_f16", "(d) gemv_f32"};
+        for (int i = 0; i < 4; ++i) {
+            CK(cudaFuncGetAttributes(&fa, fs[i]));
+            printf("regs: %s %d regs, %zu B local\n", nm[i], fa.numRegs, fa.localSizeBytes);
+        }
+    }
+    // Swept (d) configurations (block size, ks).
+    std::vector<std::pair<u32, u32>> sweep;
+    for (u32 t : {256u, 512u})
+        for (u32 ks : {1u, 2u, 4u}) sweep.push_back({t, ks});
+
+    // ----------------------------- correctness -----------------------------------------
+    printf("\n## correctness, bf16 (matrix 0 of each shape, fresh random x per shape and M)\n");
+    printf("tolerance vs the CPU reference (double): |y - ref| <= (|ref| + 1) / 128\n");
+    u64 total_bad = 0;
+    u64 seed = 100;
+    for (const Shape& sh : shapes) {
+        if (check_only && sh.N > 20000) continue;
+        const std::vector<float> Wf = bf_vec(d2h(B.W, (size_t)sh.N * sh.K)), nwf = bf_vec(d2h(B.nw, sh.K));
+        for (u32 M : {1u, 2u}) {
+            const u32 xk = sh.mode == 2 ? 2 * sh.K : sh.K;
+            fill(B.x, (u64)M * xk, ++seed, sh.mode == 2 ? -3.f : -1.f, sh.mode == 2 ? 3.f : 1.f);
+            const std::vector<float> xf = bf_vec(d2h(B.x, (size_t)M * xk)), resf = bf_vec(d2h(B.res, (size_t)M * sh.N));
+            const std::vector<double> r = cpu_ref(sh, M, Wf, xf, nwf, resf, [](float v) { return bf2f(f2bf(v)); });
+            auto run = [&](GemvBf16 f, const Cfg& c, std::vector<u16>& out, ull* am) {
+                CK(cudaMemsetAsync(B.y, 0xff, (size_t)M * sh.N * 2, g_s));
+                CK(cudaMemsetAsync(B.amax, 0, 64, g_s));
+                launch_gemv(f, c, sh, M, B.W, B.y, sh.amax ? B.amax : nullptr);
+                CK(cudaGetLastError());
+                out = d2h(B.y, (size_t)M * sh.N);
+                CK(cudaMemcpy(am, B.amax, 64, cudaMemcpyDeviceToHost));
+            };
+            std::vector<u16> ya, yd;
+            ull am_a[8], am_d[8];
+            run(gemv_old_bf16, old_cfg(sh.N, sh.K, 2), ya, am_a);
+            const std::vector<float> yaf = bf_vec(ya);
+            Err ea = check(yaf, r, 1.0 / 128);
+            total_bad += ea.bad;
+            const Cfg nc = new_cfg(sh.N, sh.K, 2);
+            run(gemv_bf16, nc, yd, am_d);
+            const std::vector<float> ydf = bf_vec(yd);
+            Err ed = check(ydf, r, 1.0 / 128);
+            total_bad += ed.bad;
+            u64 same = 0;
+            double dmax = 0;
+            for (size_t i = 0; i < yd.size(); ++i) { same += yd[i] == ya[i]; dmax = std::max(dmax, (double)fabs(ydf[i] - yaf[i])); }
+            printf("%-26s M=%u (a) max abs %.3g rel %.3g, bad %llu | (d) [%u thr, ks %u, grid %u] max abs %.3g rel %.3g, bad %llu "
+                   "(unwritten %llu) | (d) == (a) bitwise %llu/%zu, max |d-a| %.3g\n",
+                   sh.name, M, ea.max_abs, ea.max_rel, (ull)ea.bad, nc.threads, nc.ks, nc.grid, ed.max_abs, ed.max_rel, (ull)ed.bad,
+                   (ull)ed.unwritten, (ull)same, yd.size(), dmax);
+            if (sh.amax)
+                for (u32 m = 0; m < M; ++m) {
+                    const u32 ia = 0xffffffffu - (u32)(am_a[m] & 0xffffffffu), id = 0xffffffffu - (u32)(am_d[m] & 0xffffffffu);
+                    const bool ok = ia == first_max(yaf, m, sh.N) && id == first_max(ydf, m, sh.N);
+                    printf("  argmax row %u: (a) %u, (d) %u, first largest of each's y: %s\n", m, ia, id, ok ? "ok" : "MISMATCH");
+                    total_bad += !ok;
+                }
+            // Every swept configuration.
+            u64 bad = 0, n = 0;
+            double wr = 0;
+            for (auto [t, ks] : sweep) {
+                const Cfg c = sweep_cfg((const void*)gemv_bf16, sh.N, M, sh.K, t, ks);
+                std::vector<u16> ys;
+                ull am[8];
+                run(gemv_bf16, c, ys, am);
+                const std::vector<float> ysf = bf_vec(ys);
+                Err e = check(ysf, r, 1.0 / 128);
+                bad += e.bad;
+                n++;
+                wr = std::max(wr, e.max_rel);
+                if (sh.amax)
+                    for (u32 m = 0; m < M; ++m) bad += 0xffffffffu - (u32)(am[m] & 0xffffffffu) != first_max(ysf, m, sh.N);
+            }
+            total_bad += bad;
+            printf("%-26s M=%u (d) %llu swept configurations: max rel %.3g, failures %llu\n", sh.name, M, (ull)n, wr, (ull)bad);
+        }
+    }
+    // f16 and f32 at the o shape, all three modes: (d) against (a) and the reference.
+    printf("\n## correctness, f16 and f32 (o shape, N = K = 2048, M = 1 and 2)\n");
+    {
+        float *xf32, *Wf32, *nwf32, *rf32, *yf32;
+        u16 *xf16, *Wf16, *nwf16, *rf16;
+        const u32 N = 2048, K = 2048;
+        CK(cudaMalloc(&xf32, 2 * 2 * K * 4)); CK(cudaMalloc(&Wf32, (size_t)N * K * 4)); CK(cudaMalloc(&nwf32, K * 4));
+        CK(cudaMalloc(&rf32, 2 * N * 4)); CK(cudaMalloc(&yf32, 2 * N * 4));
+        CK(cudaMalloc(&xf16, 2 * 2 * K * 2)); CK(cudaMalloc(&Wf16, (size_t)N * K * 2)); CK(cudaMalloc(&nwf16, K * 2));
+        CK(cudaMalloc(&rf16, 2 * N * 2));
+        fill(B.x, 2 * 2 * K, 900, -3.f, 3.f);
+        for (int dt = 0; dt < 2; ++dt) {  // 0: f32, 1: f16
+            if (dt == 0) {
+                bf16_to_f32<<<1024, 256, 0, g_s>>>(B.x, xf32, 2 * 2 * K); bf16_to_f32<<<1024, 256, 0, g_s>>>(B.W, Wf32, (u64)N * K);
+                bf16_to_f32<<<1024, 256, 0, g_s>>>(B.nw, nwf32, K); bf16_to_f32<<<1024, 256, 0, g_s>>>(B.res, rf32, 2 * N);
+            } else {
+                bf16_to_f16<<<1024, 256, 0, g_s>>>(B.x, xf16, 2 * 2 * K); bf16_to_f16<<<1024, 256, 0, g_s>>>(B.W, Wf16, (u64)N * K);
+                bf16_to_f16<<<1024, 256, 0, g_s>>>(B.nw, nwf16, K); bf16_to_f16<<<1024, 256, 0, g_s>>>(B.res, rf16, 2 * N);
+            }
+            CK(cudaGetLastError());
+            // Inputs as the kernels see them (f16 rounding of the bf16 data is exact here: |v| <= 3 and 8 mantissa bits).
+            const std::vector<float> Wv = bf_vec(d2h(B.W, (size_t)N * K)), xv = bf_vec(d2h(B.x, 2 * 2 * K)),
+                                     nwv = bf_vec(d2h(B.nw, K)), rv = bf_vec(d2h(B.res, 2 * N));
+            for (u32 mode = 0; mode < 3; ++mode)
+                for (u32 M : {1u, 2u}) {
+                    const Shape sh{"o shape", N, K, mode, mode != 1, false, 1};
+                    const double tol = dt == 0 ? 1e-4 : 1.0 / 256;
+                    const std::vector<double> r = cpu_ref(sh, M, Wv, xv, nwv, rv, [dt](float v) { return dt == 0 ? v : f16_round(v); });
+                    const Cfg co = old_cfg(N, K, dt == 0 ? 4 : 2), cn = new_cfg(N, K, dt == 0 ? 4 : 2);
+                    std::vector<float> outs[2];
+                    for (int which = 0; which < 2; ++which) {
+                        const Cfg& c = which ? cn : co;
+                        CK(cudaMemsetAsync(yf32, 0xff, 2 * N * 4, g_s));
+                        if (dt == 0) {
+                            auto f = which ? gemv_f32 : gemv_old_f32;
+                            f<<<c.grid, c.threads, M * K * 4, g_s>>>(xf32, Wf32, M, N, K, mode, mode == 1 ? nwf32 : nullptr, 1e-5f,
+                                                                    sh.residual ? rf32 : nullptr, yf32, c.ks, nullptr);
+                            CK(cudaGetLastError());
+                            outs[which] = d2h(yf32, (size_t)M * N);
+                        } else {
+                            auto f = which ? gemv_f16 : gemv_old_f16;
+                            u16* y16 = reinterpret_cast<u16*>(yf32);
+                            f<<<c.grid, c.threads, M * K * 2, g_s>>>(xf16, Wf16, M, N, K, mode, mode == 1 ? nwf16 : nullptr, 1e-5f,
+                                                                    sh.residual ? rf16 : nullptr, y16, c.ks, nullptr);
+                            CK(cudaGetLastError());
+                            const std::vector<u16> o = d2h(y16, (size_t)M * N);
+                            outs[which].resize(o.size());
+                            for (size_t i = 0; i < o.size(); ++i) outs[which][i] = h2f(o[i]);
+                        }
+                    }
+                    Err ea = check(outs[0], r, tol), ed = check(outs[1], r, tol);
+                    double dmax = 0;
+                    u64 same = 0;
+                    for (size_t i = 0; i < outs[0].size(); ++i) {
+                        dmax = std::max(dmax, (double)fabs(outs[0][i] - outs[1][i]));
+                        same += outs[0][i] == outs[1][i];
+                    }
+                    total_bad += ea.bad + ed.bad;
+                    printf("%s mode %u M=%u: (a) max rel %.3g bad %llu | (d) [%u thr, ks %u] max rel %.3g bad %llu | equal %llu/%zu, max |d-a| %.3g\n",
+                           dt == 0 ? "f32" : "f16", mode, M, ea.max_rel, (ull)ea.bad, cn.threads, cn.ks, ed.max_rel, (ull)ed.bad,
+                           (ull)same, outs[0].size(), dmax);
+                }
+        }
+    }
+    printf("[%.1f s] correctness: %s (%llu failures)\n", wall() - g_t0, total_bad ? "FAILED" : "all passed", (ull)total_bad);
+    if (check_only) return total_bad ? 1 : 0;
+    fill(B.x, 8 * 2 * 8192, 7, -1.f, 1.f);
+    CK(cudaStreamSynchronize(g_s));
+
+    // ----------------------------- timing ----------------------------------------------
+    printf("\n## timing (us per node: median of 7 x 30 replays of a 16-node graph; [min, max] of the 7)\n");
+    struct Row { double a = 0, a2 = 0, b = 0, c1 = 0, c8 = 0, d = 0, d2 = 0, dm2 = 0, am2 = 0, diag[4] = {0, 0, 0, 0};
+                 std::string bname, sweepbest, sweepbest2; double sweepus = 1e30, sweepus2 = 1e30; };
+    std::vector<Row> rows(NS);
+    std::vector<std::pair<const FloorVariant*, u32>> fbest(NS, {nullptr, 0});
+    for (int si = 0; si < NS; ++si) {
+        const Shape& sh = shapes[si];
+        Row& R = rows[si];
+        const u64 el = (u64)sh.N * sh.K;
+        auto Wi = [&](int i) { return B.W + (u64)i * el; };
+        ull* am = sh.amax ? B.amax : nullptr;
+        if (si < 5) {
+            double bb = 1e30;
+            for (auto& fv : floor_variants) {
+                const u64 n16 = el * 2 / 16;
+                const u32 oneshot = (u32)((n16 + (u64)fv.nt * fv.l - 1) / ((u64)fv.nt * fv.l));
+                for (u32 grid : {oneshot, (u32)g_sms, 2u * g_sms, 4u * g_sms, 8u * g_sms}) {
+                    if (grid > oneshot) continue;
+                    Timing t = time_graph(sh.nodes, [&](int i) {
+                        fv.f<<<grid, fv.nt, 0, g_s>>>(reinterpret_cast<const uint4*>(Wi(i)), n16, B.fout);
+                    });
+                    if (verbose) printf("sweep %s (b) %s grid %u: %.2f us\n", sh.name, fv.name, grid, t.med);
+                    if (t.med < bb) { bb = t.med; fbest[si] = {&fv, grid}; R.bname = std::string(fv.name) + " grid " + std::to_string(grid); }
+                }
+            }
+            R.b = bb;
+            R.c1 = time_graph(sh.nodes, [&](int i) { launch_cublas(h, sh, 1, Wi(i), B.y); }).med;
+            R.c8 = time_graph(sh.nodes, [&](int i) { launch_cublas(h, sh, 8, Wi(i), B.y); }).med;
+        } else {
+            R.b = rows[si - 5].b; R.c1 = rows[si - 5].c1; R.c8 = rows[si - 5].c8; R.bname = rows[si - 5].bname;
+        }
+        const Cfg co = old_cfg(sh.N, sh.K, 2), cn = new_cfg(sh.N, sh.K, 2);
+        Timing ta = time_graph(sh.nodes, [&](int i) { launch_gemv(gemv_old_bf16, co, sh, 1, Wi(i), B.y, am); });
+        Timing td = time_graph(sh.nodes, [&](int i) { launch_gemv(gemv_bf16, cn, sh, 1, Wi(i), B.y, am); });
+        R.a = ta.med; R.d = td.med;
+        printf("%s: (a) %.2f [%.2f, %.2f]  (d) %.2f [%.2f, %.2f]  (b) %.2f  (c) %.2f / %.2f (n=1/8)\n", sh.name, ta.med, ta.lo, ta.hi,
+               td.med, td.lo, td.hi, R.b, R.c1, R.c8);
+        R.am2 = time_graph(sh.nodes, [&](int i) { launch_gemv(gemv_old_bf16, co, sh, 2, Wi(i), B.y, am); }).med;
+        R.dm2 = time_graph(sh.nodes, [&](int i) { launch_gemv(gemv_bf16, cn, sh, 2, Wi(i), B.y, am); }).med;
+        const GemvBf16 diag[4] = {gemv_bf16, gemv_diag_bf16<1>, gemv_diag_bf16<2>, gemv_diag_bf16<3>};
+        for (int k = 1; k < 4; ++k) R.diag[k] = time_graph(sh.nodes, [&](int i) { launch_gemv(diag[k], cn, sh, 1, Wi(i), B.y, am); }).med;
+        for (u32 M : {1u, 2u})
+            for (auto [t, ks] : sweep) {
+                const Cfg c = sweep_cfg((const void*)gemv_bf16, sh.N, M, sh.K, t, ks);
+                const double us = time_graph(sh.nodes, [&](int i) { launch_gemv(gemv_bf16, c, sh, M, Wi(i), B.y, am); }).med;
+                if (verbose) printf("sweep %s (d) M=%u %u threads ks %u grid %u: %.2f us\n", sh.name, M, t, ks, c.grid, us);
+                double& bu = M == 1 ? R.sweepus : R.sweepus2;
+                std::string& bn = M == 1 ? R.sweepbest : R.sweepbest2;
+                if (us < bu) { bu = us; bn = std::to_string(t) + " thr, ks " + std::to_string(ks) + ", grid " + std::to_string(c.grid); }
+            }
+        printf("[%.1f s] %s done\n", wall() - g_t0, sh.name);
+    }
+    // Second measurement of (a), (b), (d), after everything else: the spread between the two
+    // is the noise to judge differences by.
+    for (int si = 0; si < NS; ++si) {
+        const Shape& sh = shapes[si];
+        const u64 el = (u64)sh.N * sh.K;
+        auto Wi = [&](int i) { return B.W + (u64)i * el; };
+        ull* am = sh.amax ? B.amax : nullptr;
+        const Cfg co = old_cfg(sh.N, sh.K, 2), cn = new_cfg(sh.N, sh.K, 2);
+        rows[si].a2 = time_graph(sh.nodes, [&](int i) { launch_gemv(gemv_old_bf16, co, sh, 1, Wi(i), B.y, am); }).med;
+        rows[si].d2 = time_graph(sh.nodes, [&](int i) { launch_gemv(gemv_bf16, cn, sh, 1, Wi(i), B.y, am); }).med;
+    }
+    printf("\n## summary, batch 1 (us per node, TB/s = weight bytes / time; two measurements of (a) and (d))\n");
+    printf("| shape | MB | (a) old GEMV | (b) floor | (c) cuBLAS | (d) new GEMV | d/b | a/d | (d) config | best swept (d) | (b) config |\n|---|---|---|---|---|---|---|---|---|---|---|\n");
+    for (int si = 0; si < NS; ++si) {
+        const Shape& sh = shapes[si];
+        const Row& R = rows[si];
+        const double mb = (double)sh.N * sh.K * 2 / 1e6;
+        const Cfg cn = new_cfg(sh.N, sh.K, 2);
+        printf("| %s | %.1f | %.2f / %.2f (%.2f) | %.2f (%.2f) | %.2f (%.2f) | %.2f / %.2f (%.2f) | %.3f | %.3f | %u thr, ks %u, grid %u | %.2f (%s) | %s |\n",
+               sh.name, mb, R.a, R.a2, mb / R.a, R.b, mb / R.b, R.c1, mb / R.c1, R.d, R.d2, mb / R.d, R.d / R.b, R.a / R.d, cn.threads, cn.ks,
+               cn.grid, R.sweepus, R.sweepbest.c_str(), R.bname.c_str());
+    }
+    printf("\n## where (d)'s time over (b) goes (us per node; same launch as (d))\n");
+    printf("| shape | (b) floor | (d) access pattern only (no staging, XOR) | + arithmetic (no staging) | + staging (XOR) | (d) |\n|---|---|---|---|---|---|\n");
+    for (int si = 0; si < NS; ++si)
+        printf("| %s | %.2f | %.2f | %.2f | %.2f | %.2f |\n", shapes[si].name, rows[si].b, rows[si].diag[3], rows[si].diag[1], rows[si].diag[2], rows[si].d);
+    printf("\n## batch 2 (the GEMV path) and batch 8 (cuBLAS n = 8; the step uses cuBLAS above 2 rows), us per node\n");
+    printf("| shape | (a) M=2 | (d) M=2 | best swept (d) M=2 | (b) floor | (c) cuBLAS n=8 |\n|---|---|---|---|---|---|\n");
+    for (int si = 0; si < NS; ++si)
+        printf("| %s | %.2f | %.2f | %.2f (%s) | %.2f | %.2f |\n", shapes[si].name, rows[si].am2, rows[si].dm2, rows[si].sweepus2,
+               rows[si].sweepbest2.c_str(), rows[si].b, rows[si].c8);
+
+    // ----------------------------- the layer sequence ---------------------------------
+    printf("\n## 16 layers x (qkv, o, down, gate/up) in one graph, batch 1\n");
+    {
+        const u64 off[4] = {0, 3072ull * 2048, 3072ull * 2048 + 2048ull * 2048, 3072ull * 2048 + 2048ull * 2048 + 2048ull * 8192};
+        auto Wl = [&](int l, int p) { return B.W + (u64)l * layer_el + off[p]; };
+        const double layer_mb = layer_el * 2 / 1e6;
+        auto seq = [&](const std::function<void(int)>& f) { return time_graph(64, f).med * 4; };  // us per layer
+        const double ta = seq([&](int i) { const Shape& sh = shapes[i % 4]; launch_gemv(gemv_old_bf16, old_cfg(sh.N, sh.K, 2), sh, 1, Wl(i / 4, i % 4), B.y, nullptr); });
+        const double td = seq([&](int i) { const Shape& sh = shapes[i % 4]; launch_gemv(gemv_bf16, new_cfg(sh.N, sh.K, 2), sh, 1, Wl(i / 4, i % 4), B.y, nullptr); });
+        const double tc = seq([&](int i) { launch_cublas(h, shapes[i % 4], 1, Wl(i / 4, i % 4), B.y); });
+        const double tf = seq([&](int i) {
+            const Shape& sh = shapes[i % 4];
+            auto fb = fbest[i % 4];
+            fb.first->f<<<fb.second, fb.first->nt, 0, g_s>>>(reinterpret_cast<const uint4*>(Wl(i / 4, i % 4)), (u64)sh.N * sh.K * 2 / 16, B.fout);
+        });
+        printf("| path | us/layer | TB/s | x16 layers (ms) |\n|---|---|---|---|\n");
+        printf("| (a) old GEMV | %.2f | %.2f | %.3f |\n", ta, layer_mb / ta, ta * 16 / 1e3);
+        printf("| (b) floor | %.2f | %.2f | %.3f |\n", tf, layer_mb / tf, tf * 16 / 1e3);
+        printf("| (c) cuBLAS | %.2f | %.2f | %.3f |\n", tc, layer_mb / tc, tc * 16 / 1e3);
+        printf("| (d) new GEMV | %.2f | %.2f | %.3f |\n", td, layer_mb / td, td * 16 / 1e3);
+    }
+    CK(cudaDeviceSynchronize());
+    printf("done\n");
+    return 0;
+}
