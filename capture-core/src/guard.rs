@@ -7,27 +7,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-use crate::device::{CaptureMode, CaptureStatus, DevPtr, RawExec, RawGraph, RawStream};
-use crate::error::{CallSite, DriverCode, Error, OpSite, Result};
-use crate::event::Event;
+use crate::book::{AllocPolicy, Book, CaptureBook};
+use crate::device::{CaptureMode, CaptureStatus, DevPtr, RawExec, RawGraph};
+use crate::error::{CallSite, DriverCode, Error, Result};
 use crate::graph::{Graph, InstantiateFlags};
 use crate::report::CaptureReport;
-use crate::state::{Capturing, Idle};
-use crate::stream::{Owner, Stream};
-
-/// What a capture does when its work asks for memory (`alloc_async` on the capturing
-/// stream, a graph memory node).
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Default)]
-#[non_exhaustive]
-pub enum AllocPolicy {
-    /// Refuse with [`Error::AllocationDenied`]: all memory must be allocated before capture.
-    Deny,
-    /// Allow, count in the report, and log a warning when the capture ends.
-    #[default]
-    Warn,
-    /// Allow and count in the report.
-    Allow,
-}
+use crate::state::{Capturing, Idle, StreamState};
+use crate::stream::{BeginCapture, Owner, Stream};
 
 /// Options for [`Stream::capture_with`].
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
@@ -93,108 +79,76 @@ pub enum GraphUpdate {
     Reinstantiated,
 }
 
-/// One capture-time allocation.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct AllocRecord {
-    /// The allocating operation.
-    pub op: &'static str,
-    /// Bytes.
-    pub bytes: usize,
-    /// Where it was issued.
-    pub site: CallSite,
-}
-
-/// The bookkeeping of one capture, shared by its capturing streams (the guard's and forks).
-/// Held in an `Rc`, which also makes capturing streams and the guard `!Send`: a capture
-/// ends on the thread that began it.
-#[doc(hidden)]
-pub struct CaptureBook {
-    pub(crate) id: u64,
-    pub(crate) mode: CaptureMode,
-    pub(crate) policy: AllocPolicy,
-    pub(crate) began_at: CallSite,
-    pub(crate) started: Instant,
-    pub(crate) ops: usize,
-    pub(crate) last_op: Option<OpSite>,
-    pub(crate) allocations: Vec<AllocRecord>,
-    pub(crate) graph_allocs: Vec<(DevPtr, bool)>,
-    pub(crate) invalidated_by: Option<OpSite>,
-    /// The driver code of the call that invalidated it, when it was issued on this capture.
-    pub(crate) cause_code: Option<DriverCode>,
-    /// (fork site, stream, joined)
-    pub(crate) forks: Vec<(CallSite, RawStream, bool)>,
-    pub(crate) pooled: Vec<RawStream>,
-    pub(crate) events: Vec<Event>,
-    pub(crate) deadline: Option<std::time::Duration>,
-    pub(crate) watch: Option<std::sync::Arc<crate::watchdog::Watch>>,
-    /// Set when the capture ends — by its guard, or by
-    /// [`Context::end_dangling_captures`](crate::Context::end_dangling_captures) (hence
-    /// shared with the registry). Every operation on a capturing stream checks it.
-    pub(crate) ended: Arc<AtomicBool>,
-    /// A guard found its capturing stream swapped with another: no more work is accepted.
-    pub(crate) swapped: bool,
-    /// The stream the capture began on.
-    pub(crate) origin: RawStream,
-    /// Every operation recorded through this library, in order (the graph's picture lists them).
-    pub(crate) trace: Vec<OpSite>,
-    /// Whether operations are noted for the graph's picture: always on the simulated device
-    /// (it labels its nodes), on a GPU only with [`CaptureOptions::trace_ops`].
-    pub(crate) picture: bool,
-    /// Collective calls recorded (their graph only runs with every rank's).
-    pub(crate) collectives: usize,
-    /// The rank-per-process communicators the capture's collectives use: a graph whose
-    /// communicator was aborted must not replay (its collectives would return at once).
-    pub(crate) comm_links: Vec<std::sync::Arc<crate::device::coll::Link>>,
-    /// How `finish` instantiates.
-    pub(crate) instantiate: InstantiateFlags,
-    /// How many conditional bodies are being recorded around the current operation (a body
-    /// graph holds no memory nodes).
-    pub(crate) in_body: u32,
-    /// Set when a conditional body's recording ended invalidated. The driver then keeps the
-    /// capture itself going, but the graph it returns holds a body the driver discarded:
-    /// destroying that graph crashed the process (SIGSEGV in `cuGraphDestroy`, H100,
-    /// driver 580). Such a graph is never instantiated nor destroyed: it is leaked (a few
-    /// KiB of host memory), and the capture ends as invalidated. Shared with the registry
-    /// for [`Context::end_dangling_captures`](crate::Context::end_dangling_captures).
-    pub(crate) poisoned: Arc<AtomicBool>,
-    /// Set when a conditional node's body failed to record (an error or a panic in it, a
-    /// stream swapped in it, no body graph): the graph may hold a WHILE without its test,
-    /// which would never end, so the capture ends as invalidated and its graph is destroyed.
-    pub(crate) broken: bool,
-    /// Conditional bodies being recorded now (shared with the registry: a capture ended
-    /// from outside while one is open must not destroy the graph the body records into).
-    pub(crate) open_bodies: Arc<std::sync::atomic::AtomicU32>,
-    /// The stop flags of the loops being recorded now (nested loops must not share one).
-    pub(crate) loop_flags: Vec<crate::device::DevPtr>,
-}
-
-impl CaptureBook {
-    /// Notes an operation for the graph's picture: the first [`TRACE_LIMIT`] in order, and
-    /// on the simulated device the labels of the nodes it recorded. Out of line: the hot
-    /// path only tests [`picture`](Self::picture).
+// Captures begin on a stream; the stream (below) knows nothing of guards.
+impl<S: StreamState> Stream<S> {
+    /// Starts recording a CUDA graph (Global mode, allocations warned about). Everything
+    /// issued on the guard's stream until [`CaptureGuard::finish`] is recorded, not run.
     ///
-    /// [`TRACE_LIMIT`]: crate::graph::TRACE_LIMIT
-    #[inline(never)]
-    pub(crate) fn note_for_picture(&mut self, ctx: &crate::context::Context, op: &'static str, site: CallSite) {
-        if self.trace.len() < crate::graph::TRACE_LIMIT {
-            self.trace.push(OpSite { op, site });
-        }
-        if let Some(sim) = ctx.sim() {
-            // The simulated device labels the nodes this operation recorded.
-            sim.label_nodes(self.origin, op, Some(site));
-        }
+    /// On a context wrapped from cudarc, cudarc's per-buffer event tracking is off while any
+    /// capture of the context is active, and restored to its previous value when the last
+    /// one ends (finish, drop, `?` or panic): a captured launch must not wait on an event
+    /// recorded before the capture (`CUDA_ERROR_STREAM_CAPTURE_ISOLATION`). cudarc keeps no
+    /// events for a `CudaSlice` allocated while tracking is off, so allocate before
+    /// capturing. A leaked guard (`mem::forget`) leaves tracking off until
+    /// [`Context::end_dangling_captures`] ends its capture.
+    ///
+    /// # Errors
+    /// [`Error::AlreadyCapturing`] if the stream is already capturing (e.g. a cudarc stream
+    /// wrapped twice), [`Error::Driver`].
+    #[track_caller]
+    pub fn capture<'s, 'a>(&'s mut self) -> Result<CaptureGuard<'s, 'a>>
+    where
+        S: BeginCapture,
+    {
+        CaptureGuard::start(S::as_idle(self), CaptureOptions::default(), CallSite::caller())
     }
 
-    /// Whether the capture has ended.
-    #[inline]
-    pub(crate) fn has_ended(&self) -> bool {
-        self.ended.load(Ordering::Acquire)
+    /// [`capture`](Self::capture) with options: capture mode and allocation policy.
+    ///
+    /// # Errors
+    /// As [`capture`](Self::capture).
+    #[track_caller]
+    pub fn capture_with<'s, 'a>(&'s mut self, options: CaptureOptions) -> Result<CaptureGuard<'s, 'a>>
+    where
+        S: BeginCapture,
+    {
+        CaptureGuard::start(S::as_idle(self), options, CallSite::caller())
+    }
+
+    /// Records the work `f` issues into a graph. `f` runs under `catch_unwind`: if it panics,
+    /// the capture is ended and discarded (the stream is idle again) and the panic resumes;
+    /// if it returns an error, the capture is discarded and the error returned.
+    ///
+    /// # Errors
+    /// Whatever `f` returns, and those of [`capture`](Self::capture) and
+    /// [`CaptureGuard::finish`].
+    #[track_caller]
+    pub fn capture_scope<'a, R>(
+        &mut self,
+        options: CaptureOptions,
+        f: impl FnOnce(&mut Stream<Capturing<'a>>) -> Result<R>,
+    ) -> Result<(Graph<'a>, CaptureReport, R)>
+    where
+        S: BeginCapture,
+    {
+        let mut guard = CaptureGuard::start(S::as_idle(self), options, CallSite::caller())?;
+        let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(guard.stream())));
+        match out {
+            Ok(Ok(r)) => {
+                let (g, report) = guard.finish()?;
+                Ok((g, report, r))
+            }
+            Ok(Err(e)) => {
+                drop(guard);
+                Err(e)
+            }
+            Err(panic) => {
+                drop(guard);
+                std::panic::resume_unwind(panic)
+            }
+        }
     }
 }
-
-/// Shared handle to a capture's book.
-#[doc(hidden)]
-pub type Book = Rc<RefCell<CaptureBook>>;
 
 /// Records work on a borrowed stream into a CUDA graph.
 ///
@@ -255,8 +209,8 @@ impl<'s, 'a> CaptureGuard<'s, 'a> {
                 Error::Driver { op: "cuStreamBeginCapture", code }
             });
         }
-        crate::registry::fail_fast::register(idle.ctx.inner.domain, id, opts.mode, site);
-        crate::interop::tracking::enter(&idle.ctx);
+        crate::registry::fail_fast::register(idle.ctx.h.inner.domain, id, opts.mode, site);
+        crate::interop::tracking::enter(&idle.ctx.h);
         let book = Rc::new(RefCell::new(CaptureBook {
             id,
             mode: opts.mode,
@@ -428,8 +382,8 @@ impl<'s, 'a> CaptureGuard<'s, 'a> {
             }
             o => o,
         };
-        crate::interop::tracking::leave(&ctx);
-        crate::registry::fail_fast::unregister(ctx.inner.domain, self.id());
+        crate::interop::tracking::leave(&ctx.h);
+        crate::registry::fail_fast::unregister(ctx.h.inner.domain, self.id());
         let entry = ctx.reg().end(self.id(), b);
         let mut book = self.book.borrow_mut();
         // Forks of this capture refuse work from now on (their streams record into nothing).

@@ -264,6 +264,7 @@
 
 #[cfg(feature = "cublas")]
 mod blas;
+mod book;
 mod buffer;
 #[doc(hidden)]
 pub mod capturable_check;
@@ -273,12 +274,14 @@ pub mod collective;
 mod context;
 pub mod control;
 pub mod device;
+mod element;
 pub mod engine;
 mod error;
 mod event;
 mod graph;
 mod guard;
-mod half;
+mod handle;
+mod instantiate;
 mod interop;
 pub mod kernels;
 mod module;
@@ -296,6 +299,7 @@ mod watchdog;
 #[cfg(feature = "cublas")]
 #[cfg_attr(docsrs, doc(cfg(feature = "cublas")))]
 pub use blas::{Blas, Transpose};
+pub use book::AllocPolicy;
 pub use buffer::{DeviceBuffer, GraphBuffer, ManagedBuffer, PinnedBuffer};
 pub use capture_macros::capturable;
 pub use context::Context;
@@ -304,18 +308,21 @@ pub use engine::{Fallback, GraphFamily, OwnedGraph, Path, Region};
 pub use error::{CallSite, DriverCode, Error, OpSite, Result};
 pub use event::Event;
 pub use graph::{Graph, InstantiateFlags};
-pub use guard::{AllocPolicy, AllocRecord, CaptureGuard, CaptureOptions, GraphUpdate};
+pub use guard::{CaptureGuard, CaptureOptions, GraphUpdate};
 pub use interop::DeviceMemory;
 pub use module::{Kernel, KernelArg, KernelArgs, KernelParam, LaunchConfig, Module, MAX_KERNEL_ARGS};
 pub use pool::CapturePool;
-pub use report::{CaptureReport, HostCopy, WatchdogReport};
+pub use report::{AllocRecord, CaptureReport, HostCopy, WatchdogReport};
 pub use scalar::DeviceScalar;
 pub use state::{
-    BeginCapture, Capturing, CommInit, ContextAccess, Free, Idle, LoopSetup, ManagedAlloc, PinnedAlloc, Query, Records,
-    StreamState, SyncAlloc, SyncCopy, Synchronize,
+    Capturing, CommInit, ContextAccess, Free, Idle, LoopSetup, ManagedAlloc, PinnedAlloc, Query, Records, StreamState,
+    SyncAlloc, SyncCopy, Synchronize,
 };
-pub use stream::Stream;
+pub use stream::{BeginCapture, Stream};
 pub use validate::{Outputs, ReplayCheck, ReplayCheckReport, Tolerance};
+
+#[cfg(test)]
+mod tests;
 
 /// Items the `#[capturable]` expansion refers to by absolute path. Not public API.
 #[doc(hidden)]

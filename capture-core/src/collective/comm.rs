@@ -18,20 +18,20 @@ pub trait NcclElem: bytemuck::Pod + sealed::Sealed {}
 
 pub(crate) mod sealed {
     pub trait Sealed {
-        const DTYPE: crate::device::coll::Dtype;
+        const DTYPE: crate::raw::coll::Dtype;
     }
 }
 
 macro_rules! elem {
     ($($t:ty => $d:ident),*) => {$(
         impl sealed::Sealed for $t {
-            const DTYPE: crate::device::coll::Dtype = crate::device::coll::Dtype::$d;
+            const DTYPE: crate::raw::coll::Dtype = crate::raw::coll::Dtype::$d;
         }
         impl NcclElem for $t {}
     )*};
 }
 elem!(f32 => F32, f64 => F64, i32 => I32, u32 => U32, i64 => I64, u64 => U64, u8 => U8);
-elem!(crate::half::F16 => F16, crate::half::Bf16 => Bf16);
+elem!(crate::raw::half::F16 => F16, crate::raw::half::Bf16 => Bf16);
 
 /// A reduction.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -50,8 +50,8 @@ pub enum ReduceOp {
 }
 
 impl ReduceOp {
-    pub(crate) fn raw(self) -> crate::device::coll::Op {
-        use crate::device::coll::Op;
+    pub(crate) fn raw(self) -> crate::raw::coll::Op {
+        use crate::raw::coll::Op;
         match self {
             ReduceOp::Sum => Op::Sum,
             ReduceOp::Prod => Op::Prod,
@@ -179,7 +179,7 @@ pub struct Comm {
     pub(crate) id: u64,
     /// For [`Comm::init_rank`]'s communicators (the other ranks elsewhere): the timeout and
     /// the abort flag, shared with the nodes of graphs that use it.
-    pub(crate) link: Option<Arc<crate::device::coll::Link>>,
+    pub(crate) link: Option<Arc<crate::raw::coll::Link>>,
     /// NCCL communicators are not thread-safe: a `Comm` moves between threads (`Send`) but
     /// is not shared (`!Sync`) — two threads could otherwise both abort it.
     _not_sync: std::marker::PhantomData<std::cell::Cell<()>>,
@@ -323,14 +323,14 @@ impl Comm {
             return bad("a timeout of zero: give how long a rank may wait for the others (seconds, say)".into());
         }
         ctx.fail_fast("Comm::init_rank", site)?;
-        let link = Arc::new(crate::device::coll::Link::new(rank, timeout));
+        let link = Arc::new(crate::raw::coll::Link::new(rank, timeout));
         if ctx.kind() == DeviceKind::Simulated {
             if !id.is_simulated() {
                 return bad("an id made for GPUs was given to a simulated device: make it with `CommId::new` on a simulated context".into());
             }
             let key = id.key();
             // A device of a world, or a lone one (its fail-fast domain is its own).
-            let device = ctx.sim().and_then(|s| s.world()).unwrap_or((u64::MAX, ctx.inner.domain));
+            let device = ctx.sim().and_then(|s| s.world()).unwrap_or((u64::MAX, ctx.h.inner.domain));
             crate::device::sim::world::join(key, world_size, rank, device, timeout).map_err(|e| match e {
                 crate::device::sim::world::WorldError::Timeout { rank, waited } => {
                     Error::CollectiveTimeout { op: "Comm::init_rank", rank, waited }
@@ -543,7 +543,7 @@ fn backoff(spins: &mut u32) {
 /// the watchdog fires, whichever comes first.
 pub(crate) fn settle(
     raw: usize,
-    link: &crate::device::coll::Link,
+    link: &crate::raw::coll::Link,
     rank: usize,
     op: &'static str,
     watch: Option<&crate::watchdog::Watch>,
@@ -572,7 +572,7 @@ pub(crate) fn settle(
 /// then waits until every graph holding its work is destroyed, and such a graph may belong
 /// to the very caller (a replayed step, a capture under way). So it runs on a thread of its
 /// own, which ends once those graphs are gone.
-pub(crate) fn abort_detached(raw: usize, link: &crate::device::coll::Link) {
+pub(crate) fn abort_detached(raw: usize, link: &crate::raw::coll::Link) {
     if !link.abort() {
         return;
     }
@@ -601,7 +601,7 @@ const ABORT_WAIT: Duration = Duration::from_secs(10);
 /// Waits for the abort of `link`'s communicator to return (bounded), so none still runs
 /// inside NCCL when the program goes on to exit: a process that exits while
 /// `ncclCommAbort` runs on another thread can crash in the CUDA and NCCL teardown.
-fn finish_abort(link: &crate::device::coll::Link, rank: usize) {
+fn finish_abort(link: &crate::raw::coll::Link, rank: usize) {
     if !link.wait_aborted(ABORT_WAIT) {
         log::error!(
             "capture-core: ncclCommAbort of rank {rank} still runs after {ABORT_WAIT:?} (a graph holding its \
@@ -639,7 +639,7 @@ impl Drop for Comm {
             self.ctx.reg().defer(crate::registry::Deferred::NcclComm(self.raw))
         {
             // No capture on this device; one on another device may still forbid it.
-            crate::registry::fail_fast::release_comm_or_defer(self.ctx.inner.domain, c);
+            crate::registry::fail_fast::release_comm_or_defer(self.ctx.h.inner.domain, c);
         }
     }
 }

@@ -76,7 +76,7 @@ mod comm;
 pub(crate) mod group;
 mod multi;
 
-pub use crate::half::{Bf16, F16};
+pub use crate::raw::half::{Bf16, F16};
 pub use comm::{nccl_version, Comm, CommId, NcclElem, ReduceOp};
 pub use group::Group;
 pub use multi::{MultiCapture, MultiGraph};

@@ -105,12 +105,12 @@ impl Drop for Recording<'_> {
 /// A stop flag in use by a loop being recorded in this capture: the capture's book lists
 /// them while their loops are recorded, so a loop nested in another cannot share its flag.
 struct FlagInUse {
-    book: crate::guard::Book,
+    book: crate::book::Book,
     ptr: crate::device::DevPtr,
 }
 
 impl FlagInUse {
-    fn take(book: &crate::guard::Book, ptr: crate::device::DevPtr) -> Result<Self> {
+    fn take(book: &crate::book::Book, ptr: crate::device::DevPtr) -> Result<Self> {
         let mut b = book.borrow_mut();
         if b.loop_flags.contains(&ptr) {
             return Err(Error::InvalidLoop {
@@ -367,10 +367,10 @@ impl<'a> Stream<Capturing<'a>> {
             return Err(Error::ContextMismatch { op, what: "loop counter" });
         }
         match until {
-            Until::Token { token, .. } if !token.ctx.same(&self.ctx) => {
+            Until::Token { token, .. } if !token.ctx.same(&self.ctx.h) => {
                 return Err(Error::ContextMismatch { op, what: "token buffer" })
             }
-            Until::Flag { flag } if !flag.ctx.same(&self.ctx) => {
+            Until::Flag { flag } if !flag.ctx.same(&self.ctx.h) => {
                 return Err(Error::ContextMismatch { op, what: "stop flag" })
             }
             _ => {}
@@ -595,7 +595,7 @@ impl<'a> Stream<Capturing<'a>> {
         if !branch.ctx.same(&self.ctx) {
             return Err(Error::ContextMismatch { op, what: "branch kernels" });
         }
-        if !flag.ctx.same(&self.ctx) {
+        if !flag.ctx.same(&self.ctx.h) {
             return Err(Error::ContextMismatch { op, what: "flag buffer" });
         }
         // The kernel sets it from the flag just before the node.
@@ -689,24 +689,4 @@ impl<'a> Stream<Capturing<'a>> {
 }
 
 #[cfg(test)]
-mod tests {
-    use crate::Error;
-
-    #[test]
-    fn an_old_driver_is_told_the_version_it_needs() {
-        let e = Error::ConditionalNodesUnsupported {
-            form: "an IF/ELSE branch",
-            needed: super::IF_ELSE_DRIVER_VERSION,
-            found: 12060,
-        };
-        let text = e.to_string();
-        assert!(text.starts_with("an IF/ELSE branch needs a driver of API version 12080"), "{text}");
-        assert!(text.contains("CUDA 12.8") && text.contains("this driver is 12060"), "{text}");
-        let e = Error::ConditionalNodesUnsupported {
-            form: "a WHILE loop",
-            needed: super::CONDITIONAL_DRIVER_VERSION,
-            found: 12020,
-        };
-        assert!(e.to_string().contains("CUDA 12.4"), "{e}");
-    }
-}
+mod tests;

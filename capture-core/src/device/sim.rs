@@ -74,7 +74,8 @@ use super::{
     Advice, Backend, CaptureMode, CaptureStatus, DevPtr, DeviceKind, HostPtr, InstFlags, LaunchParams, NodeCounts,
     RawEvent, RawExec, RawFunction, RawGraph, RawModule, RawStream,
 };
-use crate::error::{CallSite, DriverCode};
+use crate::raw::code::DriverCode;
+use crate::raw::site::CallSite;
 
 pub(crate) mod dot;
 pub(crate) mod world;
@@ -372,7 +373,7 @@ enum Node {
     /// An NCCL call, recorded by this rank's capture: it runs only in a launch of every
     /// rank's graph together ([`world`]).
     #[cfg_attr(not(feature = "nccl"), allow(dead_code))]
-    Collective(Arc<crate::device::coll::CollNode>),
+    Collective(Arc<crate::raw::coll::CollNode>),
     /// A conditional node: its condition is the `u32` at `handle` (a cell of simulated
     /// memory), set by kernels (`cudaGraphSetConditional`); WHILE runs `bodies[0]` while it
     /// is non-zero, IF runs `bodies[0]` when it is, `bodies[1]` (if any) when not.
@@ -778,11 +779,7 @@ impl SimDevice {
     /// Records a collective on `s` if it is capturing (`Ok(true)`); `Ok(false)` when the
     /// stream is idle and the caller runs it.
     #[cfg_attr(not(feature = "nccl"), allow(dead_code))]
-    pub(crate) fn record_collective(
-        &self,
-        s: RawStream,
-        node: crate::device::coll::CollNode,
-    ) -> Result<bool, DriverCode> {
+    pub(crate) fn record_collective(&self, s: RawStream, node: crate::raw::coll::CollNode) -> Result<bool, DriverCode> {
         let mut st = self.st();
         if !st.streams.contains_key(&s.0) {
             return Err(DriverCode::INVALID_HANDLE);
@@ -800,7 +797,7 @@ impl SimDevice {
         e: RawExec,
         s: RawStream,
         from: usize,
-    ) -> Result<(usize, Vec<crate::device::coll::CollNode>), DriverCode> {
+    ) -> Result<(usize, Vec<crate::raw::coll::CollNode>), DriverCode> {
         let mut st = self.st();
         let exec = st.execs.get(&e.0).ok_or(DriverCode::INVALID_HANDLE)?;
         if from == 0 && !exec.live.is_empty() && !exec.auto_free {
@@ -846,64 +843,20 @@ impl SimDevice {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Models a cudarc `CudaStream::memcpy_htod` from a `Vec` (pageable memory) issued on
-    /// `stream` behind this crate's back: an asynchronous copy the library does not see.
-    /// Eagerly it copies now; during a capture the driver records a copy node that reads the
-    /// host address at every replay — here, replays write the bytes `src` held at capture
-    /// time (stale data, like the GPU's at best). It is listed in
-    /// [`CaptureReport::unpinned_host_copies`](crate::CaptureReport::unpinned_host_copies).
-    ///
-    /// # Errors
-    /// The driver's code (`CUDA_ERROR_INVALID_VALUE` for a copy past the buffer's end).
-    pub fn foreign_memcpy_htod<T: bytemuck::Pod, S: crate::StreamState>(
-        &self,
-        stream: &crate::Stream<S>,
-        dst: &crate::DeviceBuffer<T>,
-        src: &[T],
-    ) -> Result<(), DriverCode> {
-        let data: Vec<u8> = bytemuck::cast_slice(src).to_vec();
-        if data.len() > dst.num_bytes() {
-            return Err(DriverCode::INVALID_VALUE);
-        }
+    /// Records (or, outside a capture, performs) a copy of `data` to `dst` on stream `s` that
+    /// the library did not issue, and labels it so: the model behind
+    /// `SimDevice::foreign_memcpy_htod`.
+    pub(crate) fn foreign_host_copy(&self, s: RawStream, dst: DevPtr, data: Vec<u8>) -> Result<(), DriverCode> {
         let mut st = self.st();
-        st.record_or_run(stream.raw.0, Node::HostCopy { dst: dst.ptr.0, data })?;
-        st.label_foreign(stream.raw.0, "cudarc memcpy_htod from a Vec (issued behind the library's back)");
+        st.record_or_run(s.0, Node::HostCopy { dst: dst.0, data })?;
+        st.label_foreign(s.0, "cudarc memcpy_htod from a Vec (issued behind the library's back)");
         Ok(())
     }
 
-    /// Models a cudarc stream-ordered allocation (`CudaStream::alloc_zeros` with
-    /// `cuMemAllocAsync`) issued on `stream` behind this crate's back: during a capture the
-    /// driver records a memory allocation node that the graph does not free. Relaunching such
-    /// a graph needs the allocation freed first ([`foreign_free_async`](Self::foreign_free_async))
-    /// or a graph instantiated with
-    /// [`InstantiateFlags::auto_free_on_launch`](crate::InstantiateFlags::auto_free_on_launch).
-    /// Returns the device address.
-    ///
-    /// # Errors
-    /// The driver's code (`CUDA_ERROR_INVALID_VALUE` for zero bytes).
-    pub fn foreign_alloc_async<S: crate::StreamState>(
-        &self,
-        stream: &crate::Stream<S>,
-        bytes: usize,
-    ) -> Result<u64, DriverCode> {
-        let p = self.mem_alloc_async(bytes, stream.raw)?;
-        self.st().label_foreign(stream.raw.0, "cudarc alloc_zeros (cuMemAllocAsync, issued behind the library's back)");
-        Ok(p.0)
-    }
-
-    /// Models a cudarc `cuMemFreeAsync` of `ptr` on `stream` behind this crate's back: outside
-    /// a capture it frees device memory, or a graph allocation a launch left live.
-    ///
-    /// # Errors
-    /// The driver's code (`CUDA_ERROR_INVALID_VALUE` for an address that is not allocated).
-    pub fn foreign_free_async<S: crate::StreamState>(
-        &self,
-        stream: &crate::Stream<S>,
-        ptr: u64,
-    ) -> Result<(), DriverCode> {
-        self.mem_free_async(DevPtr(ptr), stream.raw)?;
-        self.st().label_foreign(stream.raw.0, "cudarc free (cuMemFreeAsync, issued behind the library's back)");
-        Ok(())
+    /// Labels the nodes recorded since the last label on stream `s` as `op`, issued behind the
+    /// library's back.
+    pub(crate) fn label_foreign_op(&self, s: RawStream, op: &'static str) {
+        self.st().label_foreign(s.0, op);
     }
 
     /// How many times a graph was uploaded (`Graph::upload`, or instantiation with
@@ -924,16 +877,6 @@ impl SimDevice {
             }
             c.labeled = c.labels.len();
         }
-    }
-
-    /// Models a cudarc `CudaStream::synchronize` on `stream` behind this crate's back: on a
-    /// capturing stream the driver refuses it with `CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED`
-    /// and invalidates the capture.
-    ///
-    /// # Errors
-    /// The driver's code.
-    pub fn foreign_synchronize<S: crate::StreamState>(&self, stream: &crate::Stream<S>) -> Result<(), DriverCode> {
-        self.stream_synchronize(stream.raw)
     }
 
     /// Registers a host implementation for the kernel named `name`: launches and graph
@@ -1605,14 +1548,14 @@ impl Backend for SimDevice {
         }
         Ok(c)
     }
-    fn graph_host_copies(&self, g: RawGraph) -> Result<Vec<crate::report::HostCopy>, DriverCode> {
+    fn graph_host_copies(&self, g: RawGraph) -> Result<Vec<super::HostCopy>, DriverCode> {
         let st = self.st();
         let graph = st.graphs.get(&g.0).ok_or(DriverCode::INVALID_HANDLE)?;
         Ok(graph
             .nodes
             .iter()
             .filter_map(|n| match n {
-                Node::HostCopy { data, .. } => Some(crate::report::HostCopy { bytes: data.len(), to_device: true }),
+                Node::HostCopy { data, .. } => Some(super::HostCopy { bytes: data.len(), to_device: true }),
                 _ => None,
             })
             .collect())
@@ -1655,12 +1598,12 @@ impl Backend for SimDevice {
         st.exec_footprint.insert(h, footprint);
         Ok(RawExec(h))
     }
-    fn graph_dot(&self, g: RawGraph) -> Result<String, crate::error::Error> {
+    fn graph_dot(&self, g: RawGraph) -> Result<String, super::DotError> {
         let st = self.st();
         let graph = st
             .graphs
             .get(&g.0)
-            .ok_or(crate::error::Error::Driver { op: "Graph::to_dot", code: DriverCode::INVALID_HANDLE })?;
+            .ok_or(super::DotError::Driver { op: "Graph::to_dot", code: DriverCode::INVALID_HANDLE })?;
         Ok(dot::write(&st, graph))
     }
     fn graph_upload(&self, e: RawExec, s: RawStream) -> Result<(), DriverCode> {
@@ -1767,7 +1710,7 @@ mod tests {
     //! cells of condition handles go with the last graph that holds them.
     use super::{AllocKind, Memory, SimDevice, ILLEGAL_STATE, PAGE};
     use crate::device::{Backend, CaptureMode, CondKind, RawGraph, RawStream};
-    use crate::error::DriverCode;
+    use crate::raw::code::DriverCode;
 
     #[test]
     fn pages_behave_like_flat_memory() {

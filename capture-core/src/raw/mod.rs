@@ -11,19 +11,24 @@
 
 #[cfg(feature = "cublas")]
 pub(crate) mod blas;
+pub(crate) mod code;
+pub(crate) mod coll;
 pub(crate) mod cuda;
 pub(crate) mod graph;
+pub(crate) mod half;
+pub(crate) mod handles;
 pub(crate) mod interop;
 #[cfg(feature = "nccl")]
 pub(crate) mod nccl;
+pub(crate) mod site;
 
 use std::ffi::{c_void, CString};
 use std::mem::MaybeUninit;
 
 use cudarc::driver::{result, sys};
 
-use crate::device::{CaptureMode, CaptureStatus, NodeCounts};
-use crate::error::DriverCode;
+use code::DriverCode;
+use handles::{CaptureMode, CaptureStatus, CondKind, NodeCounts};
 
 type R<T> = Result<T, DriverCode>;
 
@@ -344,7 +349,7 @@ pub(crate) unsafe fn launch(
     s: usize,
     slots: &mut [u64],
 ) -> R<()> {
-    const MAX: usize = crate::module::MAX_KERNEL_ARGS;
+    const MAX: usize = handles::MAX_KERNEL_ARGS;
     if slots.len() > MAX {
         return Err(DriverCode::INVALID_VALUE);
     }
@@ -442,7 +447,7 @@ pub(crate) unsafe fn cond_handle(s: usize) -> R<u64> {
 /// # Safety
 /// `s` must be a live, capturing stream of the current context; `handle` made by
 /// [`cond_handle`] in the same graph.
-pub(crate) unsafe fn cond_add(s: usize, handle: u64, kind: crate::device::CondKind, bodies: u32) -> R<Vec<usize>> {
+pub(crate) unsafe fn cond_add(s: usize, handle: u64, kind: CondKind, bodies: u32) -> R<Vec<usize>> {
     // SAFETY: forwarded.
     let (graph, deps, edges, n) = unsafe { capture_point(s) }?;
     let mut ctx: sys::CUcontext = std::ptr::null_mut();
@@ -455,8 +460,8 @@ pub(crate) unsafe fn cond_add(s: usize, handle: u64, kind: crate::device::CondKi
     p.__bindgen_anon_1.conditional = sys::CUDA_CONDITIONAL_NODE_PARAMS {
         handle,
         type_: match kind {
-            crate::device::CondKind::If => sys::CUgraphConditionalNodeType::CU_GRAPH_COND_TYPE_IF,
-            crate::device::CondKind::While => sys::CUgraphConditionalNodeType::CU_GRAPH_COND_TYPE_WHILE,
+            CondKind::If => sys::CUgraphConditionalNodeType::CU_GRAPH_COND_TYPE_IF,
+            CondKind::While => sys::CUgraphConditionalNodeType::CU_GRAPH_COND_TYPE_WHILE,
         },
         size: bodies,
         phGraph_out: std::ptr::null_mut(),
@@ -722,10 +727,10 @@ pub(crate) unsafe fn graph_mem_trim(device: sys::CUdevice) -> R<()> {
 
 // SAFETY: `F16` and `Bf16` are `repr(transparent)` wrappers of a `u16`: no padding, and every
 // bit pattern is a valid value (NaNs included), so they are plain old data.
-unsafe impl bytemuck::Zeroable for crate::half::F16 {}
+unsafe impl bytemuck::Zeroable for half::F16 {}
 // SAFETY: as above.
-unsafe impl bytemuck::Pod for crate::half::F16 {}
+unsafe impl bytemuck::Pod for half::F16 {}
 // SAFETY: as above.
-unsafe impl bytemuck::Zeroable for crate::half::Bf16 {}
+unsafe impl bytemuck::Zeroable for half::Bf16 {}
 // SAFETY: as above.
-unsafe impl bytemuck::Pod for crate::half::Bf16 {}
+unsafe impl bytemuck::Pod for half::Bf16 {}

@@ -12,16 +12,33 @@ use crate::context::Context;
 use crate::device::{Backend, DevPtr, LaunchParams, RawStream};
 use crate::error::{CallSite, DriverCode, Error, Result};
 use crate::event::Event;
-use crate::graph::Graph;
-use crate::guard::{AllocRecord, CaptureGuard, CaptureOptions};
+use crate::handle::Handle;
 use crate::interop::DeviceMemory;
 use crate::module::{mismatch, ArgCx, Kernel, KernelArgs, LaunchConfig, MAX_KERNEL_ARGS};
 use crate::registry::Deferred;
-use crate::report::CaptureReport;
+use crate::report::AllocRecord;
 use crate::state::{
-    BeginCapture, Capturing, ContextAccess, Free, Idle, ManagedAlloc, PinnedAlloc, Query, Records, StreamState,
-    SyncAlloc, SyncCopy, Synchronize,
+    Capturing, ContextAccess, Free, Idle, ManagedAlloc, PinnedAlloc, Query, Records, StreamState, SyncAlloc, SyncCopy,
+    Synchronize,
 };
+
+mod foreign;
+
+/// Starting a capture: only an idle stream can.
+#[diagnostic::on_unimplemented(
+    message = "this stream is already capturing (`{Self}`)",
+    label = "a stream records one capture at a time",
+    note = "finish the current capture with `guard.finish()` first, or use `fork()` to record work on a second stream into this capture"
+)]
+pub trait BeginCapture: crate::state::sealed::Sealed + StreamState + Sized {
+    #[doc(hidden)]
+    fn as_idle(s: &mut Stream<Self>) -> &mut Stream<Idle>;
+}
+impl BeginCapture for Idle {
+    fn as_idle(s: &mut Stream<Idle>) -> &mut Stream<Idle> {
+        s
+    }
+}
 
 pub(crate) enum Owner {
     /// Created by this crate; destroyed on drop.
@@ -106,8 +123,8 @@ impl<S: StreamState> Stream<S> {
     }
 
     #[inline]
-    fn check_ctx(&self, op: &'static str, what: &'static str, ctx: &Context) -> Result<()> {
-        if self.ctx.same(ctx) {
+    fn check_ctx(&self, op: &'static str, what: &'static str, ctx: &Handle) -> Result<()> {
+        if self.ctx.h.same(ctx) {
             Ok(())
         } else {
             Err(Error::ContextMismatch { op, what })
@@ -151,7 +168,7 @@ impl<S: StreamState> Stream<S> {
         let capture = S::check_live(&self.ext, "Stream::launch")?;
         self.check_ctx("Stream::launch", "kernel", kernel.context())?;
         cfg.validate()?;
-        let cx = ArgCx { ctx: &self.ctx, capture };
+        let cx = ArgCx { ctx: &self.ctx.h, capture };
         let mut slots = [0u64; MAX_KERNEL_ARGS];
         let mut sizes = [0u8; MAX_KERNEL_ARGS];
         let mut classes = [0u8; MAX_KERNEL_ARGS];
@@ -165,7 +182,7 @@ impl<S: StreamState> Stream<S> {
             shared_mem_bytes: cfg.shared_mem_bytes,
             slots: &mut slots[..n],
         };
-        match self.ctx.inner.launch(kernel.raw, params, self.raw) {
+        match self.ctx.h.inner.launch(kernel.raw, params, self.raw) {
             Ok(()) => {
                 S::on_op(&self.ext, &self.ctx, "Stream::launch", site);
                 Ok(())
@@ -185,7 +202,7 @@ impl<S: StreamState> Stream<S> {
     {
         let site = CallSite::caller();
         let m = buf.mem_ref();
-        m.check(&self.ctx, "Stream::memset_async", "buffer")?;
+        m.check(&self.ctx.h, "Stream::memset_async", "buffer")?;
         self.run("Stream::memset_async", site, |b, s| b.memset_d8_async(DevPtr(m.ptr), byte, m.bytes, s))
     }
 
@@ -202,8 +219,8 @@ impl<S: StreamState> Stream<S> {
     {
         let site = CallSite::caller();
         let (d, r) = (dst.mem_ref(), src.mem_ref());
-        d.check(&self.ctx, "Stream::copy_async", "destination buffer")?;
-        r.check(&self.ctx, "Stream::copy_async", "source buffer")?;
+        d.check(&self.ctx.h, "Stream::copy_async", "destination buffer")?;
+        r.check(&self.ctx.h, "Stream::copy_async", "source buffer")?;
         if d.len != r.len {
             return Err(Error::LengthMismatch { op: "Stream::copy_async", dst: d.len, src: r.len });
         }
@@ -226,7 +243,7 @@ impl<S: StreamState> Stream<S> {
     {
         let site = CallSite::caller();
         let d = dst.mem_ref();
-        d.check(&self.ctx, "Stream::upload_async", "destination buffer")?;
+        d.check(&self.ctx.h, "Stream::upload_async", "destination buffer")?;
         self.check_ctx("Stream::upload_async", "pinned buffer", &src.ctx)?;
         if d.len != src.len {
             return Err(Error::LengthMismatch { op: "Stream::upload_async", dst: d.len, src: src.len });
@@ -251,7 +268,7 @@ impl<S: StreamState> Stream<S> {
         let site = CallSite::caller();
         let r = src.mem_ref();
         self.check_ctx("Stream::download_async", "pinned buffer", &dst.ctx)?;
-        r.check(&self.ctx, "Stream::download_async", "source buffer")?;
+        r.check(&self.ctx.h, "Stream::download_async", "source buffer")?;
         if dst.len != r.len {
             return Err(Error::LengthMismatch { op: "Stream::download_async", dst: dst.len, src: r.len });
         }
@@ -340,7 +357,7 @@ impl<S: StreamState> Stream<S> {
         let bytes = byte_len::<T>(op, len)?;
         self.check_size(op, bytes)?;
         let p = self.run(op, site, |b, _| b.mem_alloc(bytes))?;
-        Ok(DeviceBuffer::from_raw(self.ctx.clone(), p, len))
+        Ok(DeviceBuffer::from_raw(self.ctx.h.clone(), p, len))
     }
 
     /// Allocates a buffer holding a copy of `data`.
@@ -372,7 +389,7 @@ impl<S: StreamState> Stream<S> {
         let site = CallSite::caller();
         let bytes = byte_len::<T>("Stream::alloc_pinned", len)?;
         let p = self.run("Stream::alloc_pinned", site, |b, _| b.host_alloc(bytes))?;
-        let buf = PinnedBuffer::from_raw(self.ctx.clone(), p, len);
+        let buf = PinnedBuffer::from_raw(self.ctx.h.clone(), p, len);
         self.ctx.b().host_zero(p, bytes);
         Ok(buf)
     }
@@ -400,7 +417,7 @@ impl<S: StreamState> Stream<S> {
             return Err(Error::AllocationTooLarge { op, requested: bytes, total, free });
         }
         let p = self.run(op, site, |b, _| b.managed_alloc(bytes))?;
-        let buf = ManagedBuffer { buf: DeviceBuffer::from_raw(self.ctx.clone(), p, len) };
+        let buf = ManagedBuffer { buf: DeviceBuffer::from_raw(self.ctx.h.clone(), p, len) };
         self.ctx.b().host_zero(buf.host_ptr(), bytes);
         // Lives on the GPU; mapped for the CPU, so host access reads it in place.
         self.run(op, site, |b, _| {
@@ -422,7 +439,7 @@ impl<S: StreamState> Stream<S> {
         self.ctx.fail_fast("Stream::upload", CallSite::caller())?;
         let site = CallSite::caller();
         let d = dst.mem_ref();
-        d.check(&self.ctx, "Stream::upload", "buffer")?;
+        d.check(&self.ctx.h, "Stream::upload", "buffer")?;
         if d.len != src.len() {
             return Err(Error::LengthMismatch { op: "Stream::upload", dst: d.len, src: src.len() });
         }
@@ -468,7 +485,7 @@ impl<S: StreamState> Stream<S> {
         site: CallSite,
     ) -> Result<()> {
         let r = src.mem_ref();
-        r.check(&self.ctx, "Stream::download", "buffer")?;
+        r.check(&self.ctx.h, "Stream::download", "buffer")?;
         if dst.len() != r.len {
             return Err(Error::LengthMismatch { op: "Stream::download", dst: dst.len(), src: r.len });
         }
@@ -529,7 +546,7 @@ impl<S: StreamState> Stream<S> {
         self.ctx.fail_fast("Stream::memset_sync", CallSite::caller())?;
         let site = CallSite::caller();
         let m = buf.mem_ref();
-        m.check(&self.ctx, "Stream::memset_sync", "buffer")?;
+        m.check(&self.ctx.h, "Stream::memset_sync", "buffer")?;
         // In stream order, then waited for (see `alloc_zeros_at` for why not cuMemsetD8).
         self.run("Stream::memset_sync", site, |b, s| {
             b.memset_d8_async(DevPtr(m.ptr), byte, m.bytes, s)?;
@@ -626,74 +643,6 @@ impl<S: StreamState> Stream<S> {
         std::mem::forget(buf);
         Ok(())
     }
-
-    /// Starts recording a CUDA graph (Global mode, allocations warned about). Everything
-    /// issued on the guard's stream until [`CaptureGuard::finish`] is recorded, not run.
-    ///
-    /// On a context wrapped from cudarc, cudarc's per-buffer event tracking is off while any
-    /// capture of the context is active, and restored to its previous value when the last
-    /// one ends (finish, drop, `?` or panic): a captured launch must not wait on an event
-    /// recorded before the capture (`CUDA_ERROR_STREAM_CAPTURE_ISOLATION`). cudarc keeps no
-    /// events for a `CudaSlice` allocated while tracking is off, so allocate before
-    /// capturing. A leaked guard (`mem::forget`) leaves tracking off until
-    /// [`Context::end_dangling_captures`] ends its capture.
-    ///
-    /// # Errors
-    /// [`Error::AlreadyCapturing`] if the stream is already capturing (e.g. a cudarc stream
-    /// wrapped twice), [`Error::Driver`].
-    #[track_caller]
-    pub fn capture<'s, 'a>(&'s mut self) -> Result<CaptureGuard<'s, 'a>>
-    where
-        S: BeginCapture,
-    {
-        CaptureGuard::start(S::as_idle(self), CaptureOptions::default(), CallSite::caller())
-    }
-
-    /// [`capture`](Self::capture) with options: capture mode and allocation policy.
-    ///
-    /// # Errors
-    /// As [`capture`](Self::capture).
-    #[track_caller]
-    pub fn capture_with<'s, 'a>(&'s mut self, options: CaptureOptions) -> Result<CaptureGuard<'s, 'a>>
-    where
-        S: BeginCapture,
-    {
-        CaptureGuard::start(S::as_idle(self), options, CallSite::caller())
-    }
-
-    /// Records the work `f` issues into a graph. `f` runs under `catch_unwind`: if it panics,
-    /// the capture is ended and discarded (the stream is idle again) and the panic resumes;
-    /// if it returns an error, the capture is discarded and the error returned.
-    ///
-    /// # Errors
-    /// Whatever `f` returns, and those of [`capture`](Self::capture) and
-    /// [`CaptureGuard::finish`].
-    #[track_caller]
-    pub fn capture_scope<'a, R>(
-        &mut self,
-        options: CaptureOptions,
-        f: impl FnOnce(&mut Stream<Capturing<'a>>) -> Result<R>,
-    ) -> Result<(Graph<'a>, CaptureReport, R)>
-    where
-        S: BeginCapture,
-    {
-        let mut guard = CaptureGuard::start(S::as_idle(self), options, CallSite::caller())?;
-        let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(guard.stream())));
-        match out {
-            Ok(Ok(r)) => {
-                let (g, report) = guard.finish()?;
-                Ok((g, report, r))
-            }
-            Ok(Err(e)) => {
-                drop(guard);
-                Err(e)
-            }
-            Err(panic) => {
-                drop(guard);
-                std::panic::resume_unwind(panic)
-            }
-        }
-    }
 }
 
 impl Stream<Idle> {
@@ -726,7 +675,7 @@ impl Stream<Idle> {
         let bytes = byte_len::<T>(op, len)?;
         self.check_size(op, bytes)?;
         let p = self.run(op, site, |b, s| b.mem_alloc_async(bytes, s))?;
-        Ok(DeviceBuffer::from_raw(self.ctx.clone(), p, len))
+        Ok(DeviceBuffer::from_raw(self.ctx.h.clone(), p, len))
     }
 
     /// Migrates a managed buffer to the GPU ahead of use, in stream order
@@ -776,7 +725,7 @@ impl Stream<Idle> {
     #[track_caller]
     pub fn join(&mut self, side: Stream<Idle>) -> Result<()> {
         let site = CallSite::caller();
-        self.check_ctx("Stream::join", "side stream", &side.ctx)?;
+        self.check_ctx("Stream::join", "side stream", &side.ctx.h)?;
         let ev = Event::new(&self.ctx)?;
         self.run("Stream::join", site, |b, s| {
             b.event_record(ev.raw, side.raw)?;
@@ -812,7 +761,7 @@ impl<'a> Stream<Capturing<'a>> {
         }
         let bytes = byte_len::<T>(op, len)?;
         self.check_size(op, bytes)?;
-        if self.ext.borrow().policy == crate::guard::AllocPolicy::Deny {
+        if self.ext.borrow().policy == crate::book::AllocPolicy::Deny {
             return Err(Error::AllocationDenied { op, bytes, site });
         }
         let p: DevPtr = self.run(op, site, |b, s| b.mem_alloc_async(bytes, s))?;
@@ -914,5 +863,33 @@ impl<'a> Stream<Capturing<'a>> {
             f.2 = true;
         }
         Ok(())
+    }
+}
+
+// Streams are made by the context; the context (below) knows nothing of them.
+impl Context {
+    /// A new stream of this context, idle.
+    ///
+    /// # Errors
+    /// [`Error::Driver`] if the driver cannot create one.
+    pub fn new_stream(&self) -> Result<Stream<Idle>> {
+        let raw = self.b().stream_create().map_err(|code| Error::Driver { op: "cuStreamCreate", code })?;
+        Ok(Stream::from_parts(self.clone(), raw, Owner::Own))
+    }
+
+    /// Wraps a cudarc stream of this context as an idle stream (it is not destroyed when the
+    /// wrapper drops; hand it back with [`Stream::cudarc`]).
+    ///
+    /// # Errors
+    /// [`Error::ContextMismatch`] if it belongs to another context or this is the simulated
+    /// device; [`Error::AlreadyCapturing`] is reported later by `capture()` if it is capturing.
+    pub fn wrap_cudarc_stream(&self, stream: Arc<CudaStream>) -> Result<Stream<Idle>> {
+        match self.cudarc() {
+            Some(c) if Arc::ptr_eq(c, stream.context()) || c.cu_ctx() == stream.context().cu_ctx() => {
+                let raw = RawStream(stream.cu_stream() as usize);
+                Ok(Stream::from_parts(self.clone(), raw, Owner::Cudarc(stream)))
+            }
+            _ => Err(Error::ContextMismatch { op: "Context::wrap_cudarc_stream", what: "cudarc stream" }),
+        }
     }
 }

@@ -7,9 +7,9 @@
 
 use std::collections::BTreeSet;
 
-use super::sim::SimDevice;
-use super::{Backend, CaptureMode, CaptureStatus, DevPtr, LaunchParams, RawStream};
-use crate::error::DriverCode;
+use crate::device::sim::SimDevice;
+use crate::device::{Backend, CaptureMode, CaptureStatus, DevPtr, LaunchParams, RawStream};
+use crate::raw::code::DriverCode;
 
 const TSV: &str = include_str!("../../../docs/probe/h100.tsv");
 
@@ -52,8 +52,8 @@ struct Cell {
 
 struct Env<'d> {
     d: &'d SimDevice,
-    incr: super::RawFunction,
-    fill: super::RawFunction,
+    incr: crate::device::RawFunction,
+    fill: crate::device::RawFunction,
     x: DevPtr,
     y: DevPtr,
 }
@@ -61,7 +61,7 @@ struct Env<'d> {
 const N: usize = 256;
 
 impl Env<'_> {
-    fn launch(&self, f: super::RawFunction, s: RawStream, slots: &mut [u64]) -> Result<(), DriverCode> {
+    fn launch(&self, f: crate::device::RawFunction, s: RawStream, slots: &mut [u64]) -> Result<(), DriverCode> {
         self.d.launch(f, LaunchParams { grid: (1, 1, 1), block: (256, 1, 1), shared_mem_bytes: 0, slots }, s)
     }
     fn read_y(&self) -> f32 {
