@@ -4,7 +4,7 @@
 
 use crate::buffer::DeviceBuffer;
 use crate::device::sim::SimDevice;
-use crate::device::{Backend, DevPtr};
+use crate::device::DevPtr;
 use crate::error::DriverCode;
 use crate::state::StreamState;
 use crate::stream::Stream;

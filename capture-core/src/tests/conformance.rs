@@ -133,7 +133,7 @@ fn run_cell(op: &str, mode: CaptureMode) -> Option<Cell> {
         }
         "memset_sync" => {
             check = fresh(|e| e.set_y(0.0), |e| e.read_y() != 0.0);
-            d.memset_d8(env.y, 0x40, N * 4)
+            Backend::memset_d8(&d, env.y, 0x40, N * 4)
         }
         "dtoh_sync" => {
             // Into a host array: a replay could only show itself by writing it again.
