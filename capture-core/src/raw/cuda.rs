@@ -41,7 +41,7 @@ impl CudaDriver {
     /// Binds only for the special stream handles (NULL, `CU_STREAM_LEGACY`,
     /// `CU_STREAM_PER_THREAD`), which mean "the current context's stream". A stream made by
     /// `cuStreamCreate` belongs to its context, and the driver launches into that context
-    /// whatever is current: measured on an H100 (driver 580, CUDA 13) by `examples/bench.rs`'s
+    /// whatever is current: measured on an H100 (driver 580, CUDA 13) by `examples/bench/`'s
     /// context probe, kernel and graph launches with another context current, or none, eager
     /// and during a capture, return success and run (issue #5). Skipping the
     /// `cuCtxGetCurrent` there saves 20-50 ns per launch on the hot paths.
@@ -164,6 +164,8 @@ impl CudaDriver {
         // SAFETY: module invariant (handles live, sizes checked by the caller).
         unsafe { raw::memcpy_dtoh(dst, src.0) }
     }
+    // Only the probe-conformance tests use the synchronous memset (see `raw::memset_d8`).
+    #[cfg_attr(not(test), allow(dead_code))]
     pub(crate) fn memset_d8(&self, dst: DevPtr, value: u8, bytes: usize) -> Result<(), DriverCode> {
         self.bind()?;
         // SAFETY: module invariant (handles live, sizes checked by the caller).

@@ -1,5 +1,5 @@
 //! The simulated device against the H100: every cell of the capturability probe
-//! (`docs/probe/h100.tsv`, made by `examples/probe.rs` on an H100) is replayed here on the
+//! (`docs/probe/h100.tsv`, made by `examples/probe/` on an H100) is replayed here on the
 //! simulator, and each column the simulator models must match: the operation's result, the
 //! capture status after it, the end-of-capture result, instantiation, replay, and the
 //! fresh-data verdict. A difference is a bug in the simulator or the probe: fix it, don't
