@@ -24,7 +24,7 @@ pub(crate) const TRACE_LIMIT: usize = 200;
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub enum AllocPolicy {
-    /// Refuse with [`Error::AllocationDenied`]: all memory must be allocated before capture.
+    /// Refuse with [`Error::AllocationDenied`](crate::Error::AllocationDenied): all memory must be allocated before capture.
     Deny,
     /// Allow, count in the report, and log a warning when the capture ends.
     #[default]

@@ -94,7 +94,7 @@ impl<S: StreamState> Stream<S> {
     /// recorded before the capture (`CUDA_ERROR_STREAM_CAPTURE_ISOLATION`). cudarc keeps no
     /// events for a `CudaSlice` allocated while tracking is off, so allocate before
     /// capturing. A leaked guard (`mem::forget`) leaves tracking off until
-    /// [`Context::end_dangling_captures`] ends its capture.
+    /// [`Context::end_dangling_captures`](crate::Context::end_dangling_captures) ends its capture.
     ///
     /// # Errors
     /// [`Error::AlreadyCapturing`] if the stream is already capturing (e.g. a cudarc stream

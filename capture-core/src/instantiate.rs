@@ -21,7 +21,7 @@ use crate::error::{Error, Result};
 /// - [`device_launch`](Self::device_launch): the graph can also be launched from device code.
 ///   The driver then allows only kernel, memcpy and memset nodes of one context, copies between
 ///   device memory or pinned host memory, and not auto-free-on-launch; the graph must be
-///   uploaded (this flag's [`upload`](Self::upload), [`Graph::upload`], or a host launch)
+///   uploaded (this flag's [`upload`](Self::upload), [`Graph::upload`](crate::Graph::upload), or a host launch)
 ///   before a kernel launches it. A capture that recorded memory nodes or copies from pageable
 ///   host memory ends with [`Error::DeviceLaunchUnsupported`].
 /// - [`use_node_priority`](Self::use_node_priority): kernels run at the priority captured

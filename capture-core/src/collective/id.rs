@@ -10,7 +10,7 @@ use crate::error::{Error, Result};
 /// The name of a communicator whose ranks are in several processes: made once, by one
 /// process, with [`CommId::new`], handed to every other process by any means (its text,
 /// from [`to_string`](ToString::to_string), on a command line, in a file, over a socket),
-/// and given to [`Comm::init_rank`] by every rank. On GPUs it is NCCL's unique id (a
+/// and given to [`Comm::init_rank`](crate::collective::Comm::init_rank) by every rank. On GPUs it is NCCL's unique id (a
 /// bootstrap address in the process that made it); on the simulated device, a unique token
 /// whose ranks are threads of one process.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]

@@ -657,7 +657,7 @@ impl Stream<Idle> {
     /// idle stream hands it out, but clones live on). Such work is not refused; it is made
     /// visible: a synchronize or query invalidates the capture and `finish` names the driver
     /// code; an upload from a `Vec` is listed in
-    /// [`CaptureReport::unpinned_host_copies`]. See the crate docs, chapter 8.
+    /// [`CaptureReport::unpinned_host_copies`](crate::CaptureReport::unpinned_host_copies). See the crate docs, chapter 8.
     pub fn cudarc(&self) -> Option<&Arc<CudaStream>> {
         match &self.owner {
             Owner::Cudarc(s) => Some(s),
