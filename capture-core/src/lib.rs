@@ -262,39 +262,51 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![warn(missing_docs)]
 
-#[cfg(feature = "cublas")]
-mod blas;
-mod book;
+// The modules by layer, bottom first: each imports only from its own layer and those listed
+// before it (ARCHITECTURE.md; `tests/tests/layers.rs` checks it).
+
+// 0. raw: every `unsafe` of the crate, and the handles and plain values the driver speaks.
+mod raw;
+
+// 1. device backends: the `Backend` trait, the CUDA backend, the simulated device.
+pub mod device;
+pub mod kernels;
+pub mod ptx;
+
+// 2. values: errors, reports, memory, events, modules and kernels, and the handle they hold.
 mod buffer;
+mod element;
+mod error;
+mod event;
+mod handle;
+mod interop;
+mod module;
+mod registry;
+mod report;
+mod watchdog;
+
+// 3. capture: the context, the stream type-state, graphs, the guard.
+mod book;
 #[doc(hidden)]
 pub mod capturable_check;
+mod context;
+mod graph;
+mod guard;
+mod instantiate;
+mod state;
+mod stream;
+
+// 4. capabilities: what is built from captures.
+#[cfg(feature = "cublas")]
+mod blas;
 #[cfg(feature = "nccl")]
 #[cfg_attr(docsrs, doc(cfg(feature = "nccl")))]
 pub mod collective;
-mod context;
 pub mod control;
-pub mod device;
-mod element;
 pub mod engine;
-mod error;
-mod event;
-mod graph;
-mod guard;
-mod handle;
-mod instantiate;
-mod interop;
-pub mod kernels;
-mod module;
 mod pool;
-pub mod ptx;
-mod raw;
-mod registry;
-mod report;
 mod scalar;
-mod state;
-mod stream;
 pub mod validate;
-mod watchdog;
 
 #[cfg(feature = "cublas")]
 #[cfg_attr(docsrs, doc(cfg(feature = "cublas")))]
