@@ -180,9 +180,9 @@ impl Blas {
         let b = (b.0.mem_ref(), b.1);
         let c = (c.0.mem_ref(), c.1);
         for buf in [&a.0, &b.0, &c.0] {
-            buf.check(&stream.ctx, "Blas::sgemm", "matrix")?;
+            buf.check(&stream.ctx.h, "Blas::sgemm", "matrix")?;
         }
-        if !self.workspace.ctx.same(&stream.ctx) {
+        if !self.workspace.ctx.same(&stream.ctx.h) {
             return Err(Error::ContextMismatch { op: "Blas::sgemm", what: "cuBLAS handle" });
         }
         let (ra, ca) = if ta { (k, m) } else { (m, k) };

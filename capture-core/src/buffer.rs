@@ -5,9 +5,9 @@ use std::marker::PhantomData;
 
 use bytemuck::Pod;
 
-use crate::context::Context;
 use crate::device::{DevPtr, HostPtr};
 use crate::error::{Error, Result};
+use crate::handle::Handle;
 use crate::registry::Deferred;
 
 /// Bytes for `len` elements of `T`, or a typed error.
@@ -40,7 +40,7 @@ pub(crate) fn zeroed_host<T: Pod>(op: &'static str, len: usize) -> Result<Vec<T>
 /// [`Graph`](crate::Graph) that uses the buffer borrows it, so it cannot be dropped while
 /// the graph lives.
 pub struct DeviceBuffer<T> {
-    pub(crate) ctx: Context,
+    pub(crate) ctx: Handle,
     pub(crate) ptr: DevPtr,
     pub(crate) len: usize,
     _t: PhantomData<T>,
@@ -53,7 +53,7 @@ impl<T> fmt::Debug for DeviceBuffer<T> {
 }
 
 impl<T> DeviceBuffer<T> {
-    pub(crate) fn from_raw(ctx: Context, ptr: DevPtr, len: usize) -> Self {
+    pub(crate) fn from_raw(ctx: Handle, ptr: DevPtr, len: usize) -> Self {
         Self { ctx, ptr, len, _t: PhantomData }
     }
     /// Number of elements.
@@ -108,7 +108,7 @@ impl<T: Pod> ManagedBuffer<T> {
 /// writes are plain copies; order them after the device work that uses the buffer (e.g.
 /// after `stream.synchronize()`), or the device may see a half-written buffer.
 pub struct PinnedBuffer<T> {
-    pub(crate) ctx: Context,
+    pub(crate) ctx: Handle,
     pub(crate) ptr: HostPtr,
     pub(crate) len: usize,
     _t: PhantomData<T>,
@@ -121,7 +121,7 @@ impl<T> fmt::Debug for PinnedBuffer<T> {
 }
 
 impl<T: Pod> PinnedBuffer<T> {
-    pub(crate) fn from_raw(ctx: Context, ptr: HostPtr, len: usize) -> Self {
+    pub(crate) fn from_raw(ctx: Handle, ptr: HostPtr, len: usize) -> Self {
         Self { ctx, ptr, len, _t: PhantomData }
     }
     /// Number of elements.

@@ -1,51 +1,19 @@
-//! The context: which device, and the per-context capture registry.
+//! The context: which device, and the per-context capture registry. `Context` is the public
+//! facade over the low [`Handle`] that buffers, events and modules hold.
 
 use std::fmt;
 use std::sync::Arc;
 
-use cudarc::driver::{CudaContext, CudaStream};
+use cudarc::driver::{CudaContext, CudaFunction, CudaModule};
 
+use crate::device::sim::world::RankDevice;
 use crate::device::sim::SimDevice;
-use crate::device::{Backend, CudaBackend, DeviceKind, LaunchParams, RawFunction, RawStream};
-use crate::error::{DriverCode, Error, Result};
-use crate::module::Module;
+use crate::device::DeviceKind;
+use crate::error::{CallSite, DriverCode, Error, Result};
+use crate::event::Event;
+use crate::handle::{open_cuda, wrap_cuda, Dev, Handle};
+use crate::module::{Kernel, Module};
 use crate::registry::Registry;
-use crate::state::Idle;
-use crate::stream::{Owner, Stream};
-
-pub(crate) enum Dev {
-    Cuda(CudaBackend),
-    Sim(Box<SimDevice>),
-}
-
-pub(crate) struct CtxInner {
-    pub(crate) dev: Dev,
-    /// The fail-fast domain: 0 for the GPU (the driver's Global mode is process-wide), a
-    /// unique number for each simulated device.
-    pub(crate) domain: usize,
-    pub(crate) registry: Registry,
-    fallback: Option<String>,
-}
-
-impl CtxInner {
-    /// A kernel launch, dispatched statically (the hot path: no virtual call, so the CUDA
-    /// backend's launch inlines here).
-    #[inline]
-    pub(crate) fn launch(&self, f: RawFunction, p: LaunchParams<'_>, s: RawStream) -> Result<(), DriverCode> {
-        match &self.dev {
-            Dev::Cuda(c) => c.launch(f, p, s),
-            Dev::Sim(x) => x.launch(f, p, s),
-        }
-    }
-
-    #[inline]
-    pub(crate) fn b(&self) -> &dyn Backend {
-        match &self.dev {
-            Dev::Cuda(c) => c,
-            Dev::Sim(s) => s.as_ref(),
-        }
-    }
-}
 
 /// A device context: the GPU (through cudarc) or the simulated device. Cheap to clone.
 ///
@@ -56,7 +24,7 @@ impl CtxInner {
 /// ```
 #[derive(Clone)]
 pub struct Context {
-    pub(crate) inner: Arc<CtxInner>,
+    pub(crate) h: Handle,
 }
 
 impl fmt::Debug for Context {
@@ -67,25 +35,7 @@ impl fmt::Debug for Context {
 
 impl Context {
     fn from_dev(dev: Dev, fallback: Option<String>) -> Self {
-        Self::from_dev_in(dev, fallback, None)
-    }
-
-    /// A context on `dev`, in the fail-fast domain `domain` (a new one for a simulated
-    /// device when `None`; every GPU of the process shares domain 0).
-    fn from_dev_in(dev: Dev, fallback: Option<String>, domain: Option<usize>) -> Self {
-        static NEXT_SIM_DOMAIN: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(1);
-        let domain = match (&dev, domain) {
-            (Dev::Cuda(_), _) => 0,
-            (Dev::Sim(_), Some(d)) => d,
-            (Dev::Sim(_), None) => NEXT_SIM_DOMAIN.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
-        };
-        Self { inner: Arc::new(CtxInner { dev, domain, registry: Registry::default(), fallback }) }
-    }
-
-    /// `Err(CaptureActive)` if an active capture prohibits synchronous calls from here.
-    #[inline]
-    pub(crate) fn fail_fast(&self, op: &'static str, site: crate::error::CallSite) -> Result<()> {
-        crate::registry::fail_fast::check(self.inner.domain, op, site)
+        Self { h: Handle::new(dev, fallback, None) }
     }
 
     /// Opens CUDA device `ordinal` (its primary context).
@@ -94,7 +44,7 @@ impl Context {
     /// [`Error::NoDriver`] when `libcuda` cannot be loaded, [`Error::NoDevice`] when there is
     /// no such device, [`Error::Driver`] when the driver refuses. Never panics.
     pub fn open(ordinal: usize) -> Result<Self> {
-        Ok(Self::from_dev(Dev::Cuda(CudaBackend::open(ordinal)?), None))
+        Ok(Self::from_dev(Dev::Cuda(open_cuda(ordinal)?), None))
     }
 
     /// A simulated world of `devices` devices in one process (2 to 8 make sense; 1 is
@@ -116,7 +66,7 @@ impl Context {
         static NEXT_WORLD: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
         let world = NEXT_WORLD.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let first = Self::simulated_in(world, 0, None);
-        let domain = first.inner.domain;
+        let domain = first.h.inner.domain;
         let mut all = vec![first];
         for i in 1..devices {
             all.push(Self::simulated_in(world, i, Some(domain)));
@@ -126,7 +76,7 @@ impl Context {
 
     #[cfg(feature = "nccl")]
     fn simulated_in(world: u64, index: usize, domain: Option<usize>) -> Self {
-        Self::from_dev_in(Dev::Sim(Box::new(SimDevice::in_world(world, index))), None, domain)
+        Self { h: Handle::new(Dev::Sim(Box::new(SimDevice::in_world(world, index))), None, domain) }
     }
 
     /// Opens the simulated device: host memory, the same API and capture rules as the H100.
@@ -152,29 +102,23 @@ impl Context {
     /// # Errors
     /// [`Error::Driver`] if the device cannot be queried.
     pub fn from_cudarc(ctx: Arc<CudaContext>) -> Result<Self> {
-        Ok(Self::from_dev(Dev::Cuda(CudaBackend::wrap(ctx)?), None))
+        Ok(Self::from_dev(Dev::Cuda(wrap_cuda(ctx)?), None))
     }
 
     /// The cudarc context behind this one (`None` on the simulated device).
     pub fn cudarc(&self) -> Option<&Arc<CudaContext>> {
-        match &self.inner.dev {
-            Dev::Cuda(c) => Some(&c.ctx),
-            Dev::Sim(_) => None,
-        }
+        self.h.cudarc()
     }
 
     /// The simulated device behind this context (`None` on a GPU): register host
     /// implementations of kernels there.
     pub fn sim(&self) -> Option<&SimDevice> {
-        match &self.inner.dev {
-            Dev::Sim(s) => Some(s),
-            Dev::Cuda(_) => None,
-        }
+        self.h.sim()
     }
 
     /// The device ordinal.
     pub fn ordinal(&self) -> usize {
-        self.inner.b().ordinal()
+        self.h.b().ordinal()
     }
 
     /// Blocks until all work on every stream of the context is done (`cuCtxSynchronize`).
@@ -188,25 +132,25 @@ impl Context {
     /// [`Error::CaptureActive`]; [`Error::Driver`].
     #[track_caller]
     pub fn synchronize(&self) -> Result<()> {
-        let site = crate::error::CallSite::caller();
+        let site = CallSite::caller();
         // The driver refuses it during any capture of the context, from any thread.
-        crate::registry::fail_fast::check_any(self.inner.domain, "Context::synchronize", site)?;
-        self.inner.b().ctx_synchronize().map_err(|code| self.fail("Context::synchronize", site, code))
+        crate::registry::fail_fast::check_any(self.h.inner.domain, "Context::synchronize", site)?;
+        self.h.b().ctx_synchronize().map_err(|code| self.fail("Context::synchronize", site, code))
     }
 
     /// GPU or simulated device.
     pub fn kind(&self) -> DeviceKind {
-        self.inner.b().kind()
+        self.h.b().kind()
     }
 
     /// The device's name.
     pub fn name(&self) -> String {
-        self.inner.b().name()
+        self.h.b().name()
     }
 
     /// Why [`open_default`](Self::open_default) fell back to the simulated device, if it did.
     pub fn fallback_reason(&self) -> Option<&str> {
-        self.inner.fallback.as_deref()
+        self.h.inner.fallback.as_deref()
     }
 
     /// (free, total) device memory in bytes.
@@ -214,7 +158,7 @@ impl Context {
     /// # Errors
     /// [`Error::Driver`] if the driver refuses (e.g. during a Global-mode capture).
     pub fn mem_info(&self) -> Result<(usize, usize)> {
-        self.inner.b().mem_info().map_err(|code| Error::Driver { op: "cuMemGetInfo", code })
+        self.h.mem_info()
     }
 
     /// The device's graph-memory pool: bytes used and reserved for graph allocations
@@ -223,8 +167,8 @@ impl Context {
     ///
     /// # Errors
     /// [`Error::Driver`] (`cuDeviceGetGraphMemAttribute`).
-    pub fn graph_memory(&self) -> Result<crate::GraphMemUsage> {
-        self.inner.b().graph_mem_usage().map_err(|code| Error::Driver { op: "cuDeviceGetGraphMemAttribute", code })
+    pub fn graph_memory(&self) -> Result<crate::device::GraphMemUsage> {
+        self.h.b().graph_mem_usage().map_err(|code| Error::Driver { op: "cuDeviceGetGraphMemAttribute", code })
     }
 
     /// Resets the graph-memory pool's high-water marks to the current figures.
@@ -232,7 +176,7 @@ impl Context {
     /// # Errors
     /// [`Error::Driver`] (`cuDeviceSetGraphMemAttribute`).
     pub fn reset_graph_memory_high(&self) -> Result<()> {
-        self.inner.b().graph_mem_reset_high().map_err(|code| Error::Driver { op: "cuDeviceSetGraphMemAttribute", code })
+        self.h.b().graph_mem_reset_high().map_err(|code| Error::Driver { op: "cuDeviceSetGraphMemAttribute", code })
     }
 
     /// Returns the graph-memory pool's memory that no executing or scheduled graph uses to
@@ -242,32 +186,7 @@ impl Context {
     /// # Errors
     /// [`Error::Driver`] (`cuDeviceGraphMemTrim`).
     pub fn trim_graph_memory(&self) -> Result<()> {
-        self.inner.b().graph_mem_trim().map_err(|code| Error::Driver { op: "cuDeviceGraphMemTrim", code })
-    }
-
-    /// A new stream of this context, idle.
-    ///
-    /// # Errors
-    /// [`Error::Driver`] if the driver cannot create one.
-    pub fn new_stream(&self) -> Result<Stream<Idle>> {
-        let raw = self.inner.b().stream_create().map_err(|code| Error::Driver { op: "cuStreamCreate", code })?;
-        Ok(Stream::from_parts(self.clone(), raw, Owner::Own))
-    }
-
-    /// Wraps a cudarc stream of this context as an idle stream (it is not destroyed when the
-    /// wrapper drops; hand it back with [`Stream::cudarc`]).
-    ///
-    /// # Errors
-    /// [`Error::ContextMismatch`] if it belongs to another context or this is the simulated
-    /// device; [`Error::AlreadyCapturing`] is reported later by `capture()` if it is capturing.
-    pub fn wrap_cudarc_stream(&self, stream: Arc<CudaStream>) -> Result<Stream<Idle>> {
-        match self.cudarc() {
-            Some(c) if Arc::ptr_eq(c, stream.context()) || c.cu_ctx() == stream.context().cu_ctx() => {
-                let raw = RawStream(stream.cu_stream() as usize);
-                Ok(Stream::from_parts(self.clone(), raw, Owner::Cudarc(stream)))
-            }
-            _ => Err(Error::ContextMismatch { op: "Context::wrap_cudarc_stream", what: "cudarc stream" }),
-        }
+        self.h.b().graph_mem_trim().map_err(|code| Error::Driver { op: "cuDeviceGraphMemTrim", code })
     }
 
     /// Loads a PTX module. Kernel names and parameter lists are read from the PTX so that
@@ -276,7 +195,7 @@ impl Context {
     /// # Errors
     /// [`Error::InvalidPtx`] if the text has no entry points or the driver rejects it.
     pub fn load_module(&self, ptx: &str) -> Result<Module> {
-        Module::load(self, ptx)
+        Module::load(&self.h, ptx)
     }
 
     /// Ends and discards the captures of this context that were begun on the calling thread
@@ -329,8 +248,8 @@ impl Context {
                 Err(code) => log::debug!("capture-core: ending dangling capture #{id}: {code}"),
             }
             // cudarc's event tracking was switched off for this capture: count it ended.
-            crate::interop::tracking::leave(self);
-            crate::registry::fail_fast::unregister(self.inner.domain, id);
+            crate::interop::tracking::leave(&self.h);
+            crate::registry::fail_fast::unregister(self.h.inner.domain, id);
             if let Some(w) = &d.watch {
                 crate::watchdog::unwatch(w);
             }
@@ -355,7 +274,7 @@ impl Context {
     /// the context. Reports dropped for want of room are counted by
     /// [`abandoned_reports_dropped`](Self::abandoned_reports_dropped).
     pub fn take_abandoned_reports(&self) -> Vec<crate::report::CaptureReport> {
-        self.inner.registry.take_abandoned()
+        self.h.inner.registry.take_abandoned()
     }
 
     /// How many abandoned-capture reports this context has dropped, over its whole life,
@@ -364,39 +283,84 @@ impl Context {
     /// has seen every abandoned capture. The count is cumulative: taking reports does not
     /// reset it (compare two readings to see what one stretch of work dropped).
     pub fn abandoned_reports_dropped(&self) -> u64 {
-        self.inner.registry.abandoned_dropped()
+        self.h.inner.registry.abandoned_dropped()
     }
 
     #[inline]
     pub(crate) fn same(&self, other: &Context) -> bool {
-        Arc::ptr_eq(&self.inner, &other.inner)
+        self.h.same(&other.h)
     }
 
     #[inline]
-    pub(crate) fn b(&self) -> &dyn Backend {
-        self.inner.b()
+    pub(crate) fn b(&self) -> &dyn crate::device::Backend {
+        self.h.b()
     }
 
     pub(crate) fn reg(&self) -> &Registry {
-        &self.inner.registry
+        self.h.reg()
+    }
+
+    /// `Err(CaptureActive)` if an active capture prohibits synchronous calls from here.
+    #[inline]
+    pub(crate) fn fail_fast(&self, op: &'static str, site: CallSite) -> Result<()> {
+        self.h.fail_fast(op, site)
     }
 
     /// Maps a driver code to an error, noting it as a possible invalidation cause.
-    pub(crate) fn fail(&self, op: &'static str, site: crate::error::CallSite, code: DriverCode) -> Error {
-        // An "already invalidated" error is a consequence, not a cause.
-        if code.is_capture_error() && code != DriverCode::STREAM_CAPTURE_INVALIDATED {
-            self.reg().note_failure(crate::error::OpSite { op, site });
-        }
-        Error::Driver { op, code }
+    pub(crate) fn fail(&self, op: &'static str, site: CallSite, code: DriverCode) -> Error {
+        self.h.fail(op, site, code)
     }
 }
 
-impl Drop for CtxInner {
-    fn drop(&mut self) {
-        for s in self.registry.drain_spare_streams() {
-            if let Err(code) = self.b().stream_destroy(s) {
-                log::error!("capture-core: destroying a spare stream failed: {code}");
-            }
-        }
+// The registry, below, keeps this many; the public constant says so.
+const _: () = assert!(Context::ABANDONED_REPORTS_KEPT == crate::registry::ABANDONED_REPORTS_KEPT);
+
+impl RankDevice for Context {
+    fn sim(&self) -> Option<&SimDevice> {
+        self.h.sim()
+    }
+    fn clone_box(&self) -> Box<dyn RankDevice> {
+        Box::new(self.clone())
+    }
+}
+
+// A context's value types made from the public `Context`: their work is done on the handle,
+// in their own files below.
+
+impl Event {
+    /// Creates an event with timing enabled.
+    ///
+    /// # Errors
+    /// [`Error::Driver`] if the driver refuses.
+    pub fn new(ctx: &Context) -> Result<Self> {
+        Event::create(&ctx.h)
+    }
+}
+
+impl Kernel {
+    /// Wraps a cudarc function of `ctx`'s cudarc context, so it can be launched (and
+    /// captured) through this crate. With `ptx` — the text the function's module was loaded
+    /// from — launches are checked against the entry's parameter list like any kernel's;
+    /// without it the parameter list is unknown and arguments are passed unchecked (each in
+    /// an 8-byte slot, which the driver reads at the parameter's size): prefer giving it.
+    ///
+    /// cudarc does not say which context a `CudaFunction` belongs to, so a function of
+    /// another context is reported by the driver at launch (`CUDA_ERROR_INVALID_HANDLE` or
+    /// `CUDA_ERROR_INVALID_CONTEXT`), not here.
+    ///
+    /// # Errors
+    /// [`Error::ContextMismatch`] on the simulated device; [`Error::InvalidPtx`] if `ptx`
+    /// cannot be read; [`Error::KernelNotFound`] if `ptx` has no entry `name`.
+    pub fn from_cudarc(ctx: &Context, function: CudaFunction, name: &str, ptx: Option<&str>) -> Result<Self> {
+        Self::from_cudarc_in(&ctx.h, function, name, ptx)
+    }
+
+    /// [`from_cudarc`](Self::from_cudarc) for the function `name` of a cudarc module.
+    ///
+    /// # Errors
+    /// As [`from_cudarc`](Self::from_cudarc); [`Error::Driver`] if the module has no such
+    /// function.
+    pub fn from_cudarc_module(ctx: &Context, module: &Arc<CudaModule>, name: &str, ptx: Option<&str>) -> Result<Self> {
+        Self::from_cudarc_module_in(&ctx.h, module, name, ptx)
     }
 }

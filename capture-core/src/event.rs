@@ -2,16 +2,16 @@
 
 use std::fmt;
 
-use crate::context::Context;
 use crate::device::RawEvent;
 use crate::error::{Error, Result};
+use crate::handle::Handle;
 
 /// A CUDA event. Record it on one stream, wait on it from another; inside a capture that is
 /// how a forked stream's work is ordered. Query and wait on it from the host only through an
 /// idle stream ([`Stream::event_complete`](crate::Stream::event_complete),
 /// [`Stream::wait_for_event`](crate::Stream::wait_for_event)).
 pub struct Event {
-    pub(crate) ctx: Context,
+    pub(crate) ctx: Handle,
     pub(crate) raw: RawEvent,
 }
 
@@ -22,11 +22,9 @@ impl fmt::Debug for Event {
 }
 
 impl Event {
-    /// Creates an event with timing enabled.
-    ///
-    /// # Errors
-    /// [`Error::Driver`] if the driver refuses.
-    pub fn new(ctx: &Context) -> Result<Self> {
+    /// Creates an event with timing enabled (the public form is
+    /// [`Event::new`], on a [`Context`](crate::Context)).
+    pub(crate) fn create(ctx: &Handle) -> Result<Self> {
         let raw = ctx.b().event_create(true).map_err(|code| Error::Driver { op: "cuEventCreate", code })?;
         Ok(Self { ctx: ctx.clone(), raw })
     }

@@ -1,12 +1,12 @@
 //! A replayable graph that borrows everything it reads and writes.
 //!
-//! Its picture (DOT) is in `graph/dot.rs`; raw handles and instantiate flags in
-//! `graph/interop.rs`.
+//! Its picture (DOT) is in `graph/dot.rs`; raw handles in `graph/interop.rs`; instantiate
+//! flags in `instantiate.rs`.
 
 mod dot;
 mod interop;
 
-pub use interop::InstantiateFlags;
+pub use crate::instantiate::InstantiateFlags;
 
 use std::cell::Cell;
 use std::fmt;
@@ -17,11 +17,6 @@ use crate::device::{NodeCounts, RawExec, RawGraph};
 use crate::error::{CallSite, Error, OpSite, Result};
 use crate::state::{Capturing, Idle};
 use crate::stream::Stream;
-
-/// How many operations of a capture a graph keeps, with their call sites, for its picture:
-/// one push per operation up to this many, then none (a long capture's per-op cost stays
-/// one comparison).
-pub(crate) const TRACE_LIMIT: usize = 200;
 
 /// An instantiated CUDA graph. `'a` is the capture's lifetime: every buffer, kernel and
 /// event the capture used is borrowed for it, so none can be dropped while the graph lives
@@ -42,7 +37,7 @@ pub struct Graph<'a> {
     /// Collective calls in the graph: it runs only together with the other ranks' graphs.
     pub(crate) collectives: usize,
     /// The rank-per-process communicators its collectives use (checked at each launch).
-    pub(crate) comm_links: Vec<std::sync::Arc<crate::device::coll::Link>>,
+    pub(crate) comm_links: Vec<std::sync::Arc<crate::raw::coll::Link>>,
     /// The flags it was instantiated with.
     pub(crate) flags: InstantiateFlags,
     _borrows: PhantomData<Capturing<'a>>,

@@ -1,4 +1,8 @@
-//! The RAII capture guard.
+//! The RAII capture guard. Instantiation and in-place update are in `guard/finish.rs`.
+
+mod finish;
+
+pub(crate) use finish::Ended;
 
 use std::cell::RefCell;
 use std::ops::{Deref, DerefMut};
@@ -7,27 +11,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-use crate::device::{CaptureMode, CaptureStatus, DevPtr, RawExec, RawGraph, RawStream};
-use crate::error::{CallSite, DriverCode, Error, OpSite, Result};
-use crate::event::Event;
+use crate::book::{AllocPolicy, Book, CaptureBook, NodeMarks};
+use crate::device::{CaptureMode, CaptureStatus, DevPtr, RawExec, RawGraph};
+use crate::error::{CallSite, DriverCode, Error, Result};
 use crate::graph::{Graph, InstantiateFlags};
 use crate::report::CaptureReport;
-use crate::state::{Capturing, Idle};
-use crate::stream::{Owner, Stream};
-
-/// What a capture does when its work asks for memory (`alloc_async` on the capturing
-/// stream, a graph memory node).
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Default)]
-#[non_exhaustive]
-pub enum AllocPolicy {
-    /// Refuse with [`Error::AllocationDenied`]: all memory must be allocated before capture.
-    Deny,
-    /// Allow, count in the report, and log a warning when the capture ends.
-    #[default]
-    Warn,
-    /// Allow and count in the report.
-    Allow,
-}
+use crate::snapshot::GraphSnapshot;
+use crate::state::{Capturing, Idle, StreamState};
+use crate::stream::{BeginCapture, Owner, Stream};
 
 /// Options for [`Stream::capture_with`].
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
@@ -76,14 +67,14 @@ impl CaptureOptions {
         self.alloc_policy = policy;
         self
     }
-    /// Notes which graph nodes each operation recorded ([`trace_nodes`](Self::trace_nodes)).
-    pub fn trace_nodes(mut self) -> Self {
-        self.trace_nodes = true;
+    /// Keeps the capture's operations for the graph's picture ([`trace_ops`](Self::trace_ops)).
+    pub fn trace_ops(mut self) -> Self {
         self.trace_ops = true;
         self
     }
-    /// Keeps the capture's operations for the graph's picture ([`trace_ops`](Self::trace_ops)).
-    pub fn trace_ops(mut self) -> Self {
+    /// Notes which graph nodes each operation recorded ([`trace_nodes`](Self::trace_nodes)).
+    pub fn trace_nodes(mut self) -> Self {
+        self.trace_nodes = true;
         self.trace_ops = true;
         self
     }
@@ -105,138 +96,76 @@ pub enum GraphUpdate {
     Reinstantiated,
 }
 
-/// One capture-time allocation.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct AllocRecord {
-    /// The allocating operation.
-    pub op: &'static str,
-    /// Bytes.
-    pub bytes: usize,
-    /// Where it was issued.
-    pub site: CallSite,
-}
-
-/// The bookkeeping of one capture, shared by its capturing streams (the guard's and forks).
-/// Held in an `Rc`, which also makes capturing streams and the guard `!Send`: a capture
-/// ends on the thread that began it.
-#[doc(hidden)]
-pub struct CaptureBook {
-    pub(crate) id: u64,
-    pub(crate) mode: CaptureMode,
-    pub(crate) policy: AllocPolicy,
-    pub(crate) began_at: CallSite,
-    pub(crate) started: Instant,
-    pub(crate) ops: usize,
-    pub(crate) last_op: Option<OpSite>,
-    pub(crate) allocations: Vec<AllocRecord>,
-    pub(crate) graph_allocs: Vec<(DevPtr, bool)>,
-    pub(crate) invalidated_by: Option<OpSite>,
-    /// The driver code of the call that invalidated it, when it was issued on this capture.
-    pub(crate) cause_code: Option<DriverCode>,
-    /// (fork site, stream, joined)
-    pub(crate) forks: Vec<(CallSite, RawStream, bool)>,
-    pub(crate) pooled: Vec<RawStream>,
-    pub(crate) events: Vec<Event>,
-    pub(crate) deadline: Option<std::time::Duration>,
-    pub(crate) watch: Option<std::sync::Arc<crate::watchdog::Watch>>,
-    /// Set when the capture ends — by its guard, or by
-    /// [`Context::end_dangling_captures`](crate::Context::end_dangling_captures) (hence
-    /// shared with the registry). Every operation on a capturing stream checks it.
-    pub(crate) ended: Arc<AtomicBool>,
-    /// A guard found its capturing stream swapped with another: no more work is accepted.
-    pub(crate) swapped: bool,
-    /// The stream the capture began on.
-    pub(crate) origin: RawStream,
-    /// Every operation recorded through this library, in order (the graph's picture lists them).
-    pub(crate) trace: Vec<OpSite>,
-    /// Whether operations are noted for the graph's picture: always on the simulated device
-    /// (it labels its nodes), on a GPU only with [`CaptureOptions::trace_ops`].
-    pub(crate) picture: bool,
-    /// Collective calls recorded (their graph only runs with every rank's).
-    pub(crate) collectives: usize,
-    /// The rank-per-process communicators the capture's collectives use: a graph whose
-    /// communicator was aborted must not replay (its collectives would return at once).
-    pub(crate) comm_links: Vec<std::sync::Arc<crate::device::coll::Link>>,
-    /// How `finish` instantiates.
-    pub(crate) instantiate: InstantiateFlags,
-    /// How many conditional bodies are being recorded around the current operation (a body
-    /// graph holds no memory nodes).
-    pub(crate) in_body: u32,
-    /// Set when a conditional body's recording ended invalidated. The driver then keeps the
-    /// capture itself going, but the graph it returns holds a body the driver discarded:
-    /// destroying that graph crashed the process (SIGSEGV in `cuGraphDestroy`, H100,
-    /// driver 580). Such a graph is never instantiated nor destroyed: it is leaked (a few
-    /// KiB of host memory), and the capture ends as invalidated. Shared with the registry
-    /// for [`Context::end_dangling_captures`](crate::Context::end_dangling_captures).
-    pub(crate) poisoned: Arc<AtomicBool>,
-    /// Set when a conditional node's body failed to record (an error or a panic in it, a
-    /// stream swapped in it, no body graph): the graph may hold a WHILE without its test,
-    /// which would never end, so the capture ends as invalidated and its graph is destroyed.
-    pub(crate) broken: bool,
-    /// Conditional bodies being recorded now (shared with the registry: a capture ended
-    /// from outside while one is open must not destroy the graph the body records into).
-    pub(crate) open_bodies: Arc<std::sync::atomic::AtomicU32>,
-    /// The stop flags of the loops being recorded now (nested loops must not share one).
-    pub(crate) loop_flags: Vec<crate::device::DevPtr>,
-    /// On a GPU with [`CaptureOptions::trace_nodes`]: the graph's node count before the
-    /// operation under way, and for each operation the nodes it recorded (`start..end` in
-    /// creation order) with its call site.
-    pub(crate) node_marks: Option<NodeMarks>,
-    /// The condition handles the capture made, in order (conditional nodes' handles).
-    pub(crate) cond_handles: Vec<u64>,
-}
-
-/// Which graph nodes each operation recorded, on a GPU (see [`CaptureBook::node_marks`]).
-#[derive(Default)]
-pub(crate) struct NodeMarks {
-    pub(crate) before: Option<usize>,
-    pub(crate) ops: Vec<(usize, usize, OpSite)>,
-}
-
-impl CaptureBook {
-    /// Notes an operation for the graph's picture: the first [`TRACE_LIMIT`] in order, and
-    /// on the simulated device the labels of the nodes it recorded. Out of line: the hot
-    /// path only tests [`picture`](Self::picture).
+// Captures begin on a stream; the stream (below) knows nothing of guards.
+impl<S: StreamState> Stream<S> {
+    /// Starts recording a CUDA graph (Global mode, allocations warned about). Everything
+    /// issued on the guard's stream until [`CaptureGuard::finish`] is recorded, not run.
     ///
-    /// [`TRACE_LIMIT`]: crate::graph::TRACE_LIMIT
-    #[inline(never)]
-    pub(crate) fn note_for_picture(&mut self, ctx: &crate::context::Context, op: &'static str, site: CallSite) {
-        if self.trace.len() < crate::graph::TRACE_LIMIT {
-            self.trace.push(OpSite { op, site });
-        }
-        if let Some(sim) = ctx.sim() {
-            // The simulated device labels the nodes this operation recorded.
-            sim.label_nodes(self.origin, op, Some(site));
-        }
-        if let Some(marks) = &mut self.node_marks {
-            if let (Some(start), Ok(end)) = (marks.before.take(), ctx.b().capture_node_count(self.origin)) {
-                if end > start {
-                    marks.ops.push((start, end, OpSite { op, site }));
-                }
+    /// On a context wrapped from cudarc, cudarc's per-buffer event tracking is off while any
+    /// capture of the context is active, and restored to its previous value when the last
+    /// one ends (finish, drop, `?` or panic): a captured launch must not wait on an event
+    /// recorded before the capture (`CUDA_ERROR_STREAM_CAPTURE_ISOLATION`). cudarc keeps no
+    /// events for a `CudaSlice` allocated while tracking is off, so allocate before
+    /// capturing. A leaked guard (`mem::forget`) leaves tracking off until
+    /// [`Context::end_dangling_captures`](crate::Context::end_dangling_captures) ends its capture.
+    ///
+    /// # Errors
+    /// [`Error::AlreadyCapturing`] if the stream is already capturing (e.g. a cudarc stream
+    /// wrapped twice), [`Error::Driver`].
+    #[track_caller]
+    pub fn capture<'s, 'a>(&'s mut self) -> Result<CaptureGuard<'s, 'a>>
+    where
+        S: BeginCapture,
+    {
+        CaptureGuard::start(S::as_idle(self), CaptureOptions::default(), CallSite::caller())
+    }
+
+    /// [`capture`](Self::capture) with options: capture mode and allocation policy.
+    ///
+    /// # Errors
+    /// As [`capture`](Self::capture).
+    #[track_caller]
+    pub fn capture_with<'s, 'a>(&'s mut self, options: CaptureOptions) -> Result<CaptureGuard<'s, 'a>>
+    where
+        S: BeginCapture,
+    {
+        CaptureGuard::start(S::as_idle(self), options, CallSite::caller())
+    }
+
+    /// Records the work `f` issues into a graph. `f` runs under `catch_unwind`: if it panics,
+    /// the capture is ended and discarded (the stream is idle again) and the panic resumes;
+    /// if it returns an error, the capture is discarded and the error returned.
+    ///
+    /// # Errors
+    /// Whatever `f` returns, and those of [`capture`](Self::capture) and
+    /// [`CaptureGuard::finish`].
+    #[track_caller]
+    pub fn capture_scope<'a, R>(
+        &mut self,
+        options: CaptureOptions,
+        f: impl FnOnce(&mut Stream<Capturing<'a>>) -> Result<R>,
+    ) -> Result<(Graph<'a>, CaptureReport, R)>
+    where
+        S: BeginCapture,
+    {
+        let mut guard = CaptureGuard::start(S::as_idle(self), options, CallSite::caller())?;
+        let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(guard.stream())));
+        match out {
+            Ok(Ok(r)) => {
+                let (g, report) = guard.finish()?;
+                Ok((g, report, r))
+            }
+            Ok(Err(e)) => {
+                drop(guard);
+                Err(e)
+            }
+            Err(panic) => {
+                drop(guard);
+                std::panic::resume_unwind(panic)
             }
         }
     }
-
-    /// Before an operation, with [`CaptureOptions::trace_nodes`] on a GPU: notes how many
-    /// nodes the graph holds, so that the nodes the operation adds can be told apart from
-    /// work issued behind the library's back.
-    #[inline(never)]
-    pub(crate) fn mark_before(&mut self, ctx: &crate::context::Context) {
-        if let Some(marks) = &mut self.node_marks {
-            marks.before = ctx.b().capture_node_count(self.origin).ok();
-        }
-    }
-
-    /// Whether the capture has ended.
-    #[inline]
-    pub(crate) fn has_ended(&self) -> bool {
-        self.ended.load(Ordering::Acquire)
-    }
 }
-
-/// Shared handle to a capture's book.
-#[doc(hidden)]
-pub type Book = Rc<RefCell<CaptureBook>>;
 
 /// Records work on a borrowed stream into a CUDA graph.
 ///
@@ -297,8 +226,8 @@ impl<'s, 'a> CaptureGuard<'s, 'a> {
                 Error::Driver { op: "cuStreamBeginCapture", code }
             });
         }
-        crate::registry::fail_fast::register(idle.ctx.inner.domain, id, opts.mode, site);
-        crate::interop::tracking::enter(&idle.ctx);
+        crate::registry::fail_fast::register(idle.ctx.h.inner.domain, id, opts.mode, site);
+        crate::interop::tracking::enter(&idle.ctx.h);
         let book = Rc::new(RefCell::new(CaptureBook {
             id,
             mode: opts.mode,
@@ -472,8 +401,8 @@ impl<'s, 'a> CaptureGuard<'s, 'a> {
             }
             o => o,
         };
-        crate::interop::tracking::leave(&ctx);
-        crate::registry::fail_fast::unregister(ctx.inner.domain, self.id());
+        crate::interop::tracking::leave(&ctx.h);
+        crate::registry::fail_fast::unregister(ctx.h.inner.domain, self.id());
         let entry = ctx.reg().end(self.id(), b);
         let mut book = self.book.borrow_mut();
         // Forks of this capture refuse work from now on (their streams record into nothing).
@@ -594,7 +523,7 @@ impl<'s, 'a> CaptureGuard<'s, 'a> {
     /// # Errors
     /// As [`finish`](Self::finish), less instantiation's; [`Error::Driver`] if the driver
     /// cannot describe the graph.
-    pub fn finish_snapshot(self) -> Result<(crate::diff::GraphSnapshot, CaptureReport)> {
+    pub fn finish_snapshot(self) -> Result<(GraphSnapshot, CaptureReport)> {
         let mut ended = self.end_capture()?;
         let snap = ended.describe()?;
         let report = ended.report.take().ok_or(Error::EmptyCapture)?;
@@ -609,7 +538,7 @@ impl<'s, 'a> CaptureGuard<'s, 'a> {
     /// # Errors
     /// As [`finish`](Self::finish) and [`finish_snapshot`](Self::finish_snapshot).
     #[track_caller]
-    pub fn finish_with_snapshot(self) -> Result<(Graph<'a>, crate::diff::GraphSnapshot, CaptureReport)> {
+    pub fn finish_with_snapshot(self) -> Result<(Graph<'a>, GraphSnapshot, CaptureReport)> {
         let site = CallSite::caller();
         let ended = self.end_capture()?;
         let snap = ended.describe()?;
@@ -653,220 +582,6 @@ impl<'s, 'a> CaptureGuard<'s, 'a> {
             report.unpinned_host_copies = b.graph_host_copies(graph).unwrap_or_default();
         }
         Ok(Ended { guard: self, graph: Some(graph), report: Some(report) })
-    }
-}
-
-/// A capture that has ended, with its driver graph not yet instantiated (see
-/// [`CaptureGuard::end_capture`]). Dropping it destroys the graph.
-pub(crate) struct Ended<'s, 'a> {
-    guard: CaptureGuard<'s, 'a>,
-    graph: Option<RawGraph>,
-    report: Option<CaptureReport>,
-}
-
-impl Drop for Ended<'_, '_> {
-    fn drop(&mut self) {
-        if let Some(g) = self.graph.take() {
-            if let Err(code) = self.guard.idle.ctx.b().graph_destroy(g) {
-                log::error!("capture-core: destroying an ended capture's graph failed: {code}");
-            }
-        }
-    }
-}
-
-impl Ended<'_, '_> {
-    /// Describes the graph node by node (see [`CaptureGuard::finish_snapshot`]).
-    pub(crate) fn describe(&self) -> Result<crate::diff::GraphSnapshot> {
-        let ctx = self.guard.idle.ctx.clone();
-        let b = ctx.b();
-        let (Some(graph), Some(report)) = (self.graph, self.report.as_ref()) else {
-            return Err(Error::EmptyCapture);
-        };
-        let (raw, mut ops) =
-            b.graph_snapshot(graph).map_err(|code| Error::Driver { op: "cuGraphGetNodes (snapshot)", code })?;
-        let book = self.guard.book.borrow();
-        if ops.is_empty() {
-            // A GPU: the nodes each operation recorded, as the capture noted them.
-            ops = vec![None; raw.nodes.len()];
-            if let Some(marks) = &book.node_marks {
-                for (start, end, op) in &marks.ops {
-                    for slot in ops.iter_mut().take(*end).skip(*start) {
-                        *slot = Some(op.clone());
-                    }
-                }
-            }
-        }
-        Ok(crate::device::snapshot::locate(raw, ops, report.capture_id, &book.cond_handles, |a| b.locate(a)))
-    }
-}
-
-impl<'a> Ended<'_, 'a> {
-    /// The second half of [`CaptureGuard::finish`]: instantiates the graph.
-    pub(crate) fn instantiate(mut self, site: CallSite) -> Result<(Graph<'a>, CaptureReport)> {
-        let ctx = self.guard.idle.ctx.clone();
-        let b = ctx.b();
-        let (Some(graph), Some(report)) = (self.graph.take(), self.report.take()) else {
-            return Err(Error::EmptyCapture);
-        };
-        let nodes = report.nodes;
-        // Instantiating is refused by the driver (CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED)
-        // while another Global capture, or a ThreadLocal one on this thread, is active:
-        // name that capture instead (seen on the H100).
-        if let Err(e) = ctx.fail_fast("CaptureGuard::finish (cuGraphInstantiate)", site) {
-            let _ = b.graph_destroy(graph);
-            return Err(e);
-        }
-        let flags = self.guard.book.borrow().instantiate;
-        let exec = match self.guard.instantiate(graph, &report, flags) {
-            Ok(e) => e,
-            Err(e) => {
-                let _ = b.graph_destroy(graph);
-                return Err(e);
-            }
-        };
-        if !report.allocations.is_empty() && self.guard.book.borrow().policy == AllocPolicy::Warn {
-            log::warn!(
-                "capture-core: capture #{} made {} allocation(s) ({} bytes) while capturing:\n{report}",
-                report.capture_id,
-                report.allocation_count(),
-                report.allocation_bytes()
-            );
-        }
-        if !report.unpinned_host_copies.is_empty() {
-            log::warn!(
-                "capture-core: capture #{} recorded copies from pageable host memory (issued outside this library, e.g. through cudarc); replays read a stale host address:\n{report}",
-                report.capture_id
-            );
-        }
-        if !report.ran_eagerly.is_empty() {
-            log::warn!(
-                "capture-core: work ran eagerly during capture #{} and is not in the graph:\n{report}",
-                report.capture_id
-            );
-        }
-        let mut g = Graph::new(ctx, graph, exec, nodes, report.capture_id);
-        g.ops = std::mem::take(&mut self.guard.book.borrow_mut().trace);
-        g.ops_total = report.operations;
-        g.flags = flags;
-        g.collectives = self.guard.book.borrow().collectives;
-        g.comm_links = self.guard.book.borrow().comm_links.clone();
-        Ok((g, report))
-    }
-}
-
-impl<'s, 'a> CaptureGuard<'s, 'a> {
-    /// Instantiates `graph` with `flags` (uploading into the capture's stream if asked),
-    /// after checking what device launch forbids. Does not destroy `graph` on error.
-    fn instantiate(&self, graph: RawGraph, report: &CaptureReport, flags: InstantiateFlags) -> Result<RawExec> {
-        if flags.is_device_launch() {
-            let n = report.nodes;
-            let mut found = Vec::new();
-            if n.mem_alloc + n.mem_free > 0 {
-                found.push(format!("{} memory allocation and {} free node(s)", n.mem_alloc, n.mem_free));
-            }
-            if n.host > 0 {
-                found.push(format!("{} host-function node(s)", n.host));
-            }
-            if !report.unpinned_host_copies.is_empty() {
-                found.push(format!("{} copy node(s) from pageable host memory", report.unpinned_host_copies.len()));
-            }
-            if !found.is_empty() {
-                return Err(Error::DeviceLaunchUnsupported { found: found.join(", ") });
-            }
-        }
-        let upload = flags.is_upload().then_some(self.idle.raw);
-        self.idle
-            .ctx
-            .b()
-            .graph_instantiate_with(graph, flags.resolve(), upload)
-            .map_err(|code| Error::Driver { op: "cuGraphInstantiateWithParams", code })
-    }
-
-    /// Ends the capture and updates `graph` to replay the new recording: in place
-    /// (`cuGraphExecUpdate`) when the topology is unchanged (e.g. only a kernel parameter
-    /// changed) — much cheaper than instantiating — otherwise by instantiating anew.
-    ///
-    /// # Errors
-    /// As [`finish`](Self::finish); [`Error::ContextMismatch`] if `graph` belongs to another
-    /// context. On error `graph` is unchanged.
-    pub fn finish_update(mut self, graph: &mut Graph<'a>) -> Result<(GraphUpdate, CaptureReport)> {
-        if !graph.context().same(&self.idle.ctx) {
-            return Err(Error::ContextMismatch { op: "CaptureGuard::finish_update", what: "graph" });
-        }
-        if self.ended_elsewhere() {
-            return Err(Error::CaptureEnded { op: "CaptureGuard::finish_update", capture: self.id() });
-        }
-        let (outcome, mut report) = self.end();
-        let ctx = self.idle.ctx.clone();
-        let b = ctx.b();
-        if report.stream_swapped {
-            return Err(self.swapped_error(outcome, &report));
-        }
-        let new = match outcome {
-            Ok(RawGraph(0)) => return Err(Error::EmptyCapture),
-            Ok(g) => g,
-            Err(code) => return Err(self.end_error(code, &report)),
-        };
-        // A graph whose old version has conditional nodes is instantiated anew: its new
-        // condition handles must not meet the old graph's condition kernels in an in-place
-        // update. (A graph that gains conditional nodes changes shape, and the driver's
-        // in-place update refuses it.)
-        let in_place = if graph.nodes.conditional > 0 { Ok(false) } else { b.graph_exec_update(graph.exec, new) };
-        match in_place {
-            Ok(true) => {
-                // An in-place update succeeds only when the new graph has the old one's
-                // topology (same nodes, same types, same edges), so the counts carry over:
-                // no cuGraphNodeGetType per node (30-46 ns each on an H100, issue #5).
-                report.nodes = graph.nodes;
-                if report.nodes.memcpy > 0 {
-                    report.unpinned_host_copies = b.graph_host_copies(new).unwrap_or_default();
-                }
-                let old = std::mem::replace(&mut graph.graph, new);
-                if let Err(code) = b.graph_destroy(old) {
-                    log::error!("capture-core: destroying the replaced graph failed: {code}");
-                }
-                graph.nodes = report.nodes;
-                graph.capture_id = report.capture_id;
-                graph.ops = std::mem::take(&mut self.book.borrow_mut().trace);
-                graph.ops_total = report.operations;
-                graph.collectives = self.book.borrow().collectives;
-                graph.comm_links = self.book.borrow().comm_links.clone();
-                Ok((GraphUpdate::InPlace, report))
-            }
-            Ok(false) | Err(_) => {
-                report.nodes = match b.graph_nodes(new) {
-                    Ok(n) => n,
-                    Err(code) => {
-                        let _ = b.graph_destroy(new);
-                        return Err(Error::Driver { op: "cuGraphGetNodes", code });
-                    }
-                };
-                if report.nodes.memcpy > 0 {
-                    report.unpinned_host_copies = b.graph_host_copies(new).unwrap_or_default();
-                }
-                let flags = self.book.borrow().instantiate;
-                let exec = match self.instantiate(new, &report, flags) {
-                    Ok(e) => e,
-                    Err(e) => {
-                        let _ = b.graph_destroy(new);
-                        return Err(e);
-                    }
-                };
-                graph.flags = flags;
-                let old_exec = std::mem::replace(&mut graph.exec, exec);
-                let old_graph = std::mem::replace(&mut graph.graph, new);
-                if let Err(code) = b.graph_exec_destroy(old_exec).and_then(|()| b.graph_destroy(old_graph)) {
-                    log::error!("capture-core: destroying the replaced graph failed: {code}");
-                }
-                graph.nodes = report.nodes;
-                graph.capture_id = report.capture_id;
-                graph.ops = std::mem::take(&mut self.book.borrow_mut().trace);
-                graph.ops_total = report.operations;
-                graph.collectives = self.book.borrow().collectives;
-                graph.comm_links = self.book.borrow().comm_links.clone();
-                Ok((GraphUpdate::Reinstantiated, report))
-            }
-        }
     }
 }
 

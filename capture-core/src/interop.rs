@@ -7,9 +7,8 @@ use std::sync::Arc;
 use cudarc::driver::{CudaSlice, CudaView, CudaViewMut, DevicePtr};
 
 use crate::buffer::{DeviceBuffer, ManagedBuffer};
-use crate::context::Context;
 use crate::error::{Error, Result};
-use crate::scalar::DeviceScalar;
+use crate::handle::Handle;
 
 /// Which context a piece of device memory belongs to.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -23,13 +22,13 @@ pub enum MemCtx {
 
 impl MemCtx {
     #[inline]
-    pub(crate) fn of(ctx: &Context) -> Self {
+    pub(crate) fn of(ctx: &Handle) -> Self {
         MemCtx::Ours(Arc::as_ptr(&ctx.inner) as usize)
     }
 
     /// Whether memory of this context may be used on a stream of `ctx`.
     #[inline]
-    pub(crate) fn matches(self, ctx: &Context) -> bool {
+    pub(crate) fn matches(self, ctx: &Handle) -> bool {
         match self {
             MemCtx::Ours(p) => p == Arc::as_ptr(&ctx.inner) as usize,
             MemCtx::Cudarc(c) => ctx.cudarc().is_some_and(|cu| cu.cu_ctx() as usize == c),
@@ -50,7 +49,7 @@ pub struct MemRef {
 impl MemRef {
     /// `Ok` if the memory belongs to `ctx`, else a typed [`Error::ContextMismatch`].
     #[inline]
-    pub(crate) fn check(&self, ctx: &Context, op: &'static str, what: &'static str) -> Result<()> {
+    pub(crate) fn check(&self, ctx: &Handle, op: &'static str, what: &'static str) -> Result<()> {
         if self.ctx.matches(ctx) {
             Ok(())
         } else {
@@ -59,7 +58,7 @@ impl MemRef {
     }
 }
 
-mod sealed {
+pub(crate) mod sealed {
     /// Seals [`DeviceMemory`](super::DeviceMemory): the crate must know how to read the
     /// address and context of every implementor.
     pub trait Sealed {
@@ -70,7 +69,7 @@ mod sealed {
 /// Device memory that a stream operation or kernel argument can use, borrowed for as long
 /// as a graph that records the use lives.
 ///
-/// Implemented for [`DeviceBuffer`], [`ManagedBuffer`], [`DeviceScalar`] and cudarc's
+/// Implemented for [`DeviceBuffer`], [`ManagedBuffer`], [`DeviceScalar`](crate::DeviceScalar) and cudarc's
 /// `CudaSlice<T>`, `CudaView<'_, T>` and `CudaViewMut<'_, T>` — and for `&`, `Arc`, `Rc` and
 /// `Box` of any of them. Sealed: other memory reaches a kernel through
 /// [`KernelParam::raw_device_ptr`](crate::KernelParam::raw_device_ptr), which is `unsafe`
@@ -111,16 +110,6 @@ impl<T> sealed::Sealed for ManagedBuffer<T> {
     }
 }
 impl<T> DeviceMemory for ManagedBuffer<T> {
-    type Elem = T;
-}
-
-impl<T> sealed::Sealed for DeviceScalar<T> {
-    #[inline]
-    fn mem_ref(&self) -> MemRef {
-        self.dev.mem_ref()
-    }
-}
-impl<T> DeviceMemory for DeviceScalar<T> {
     type Elem = T;
 }
 
@@ -199,7 +188,7 @@ impl<M: DeviceMemory + ?Sized> DeviceMemory for &M {
 pub(crate) mod tracking {
     use std::sync::Mutex;
 
-    use crate::context::Context;
+    use crate::handle::Handle;
 
     /// (cudarc context object's address, active captures, tracking before the first one).
     static TABLE: Mutex<Vec<(usize, usize, bool)>> = Mutex::new(Vec::new());
@@ -239,23 +228,21 @@ pub(crate) mod tracking {
     }
 
     /// A capture of `ctx` begins (no-op on the simulated device).
-    pub(crate) fn enter(ctx: &Context) {
+    pub(crate) fn enter(ctx: &Handle) {
         if let Some(cu) = ctx.cudarc() {
             enter_with(
                 &TABLE,
                 std::sync::Arc::as_ptr(cu) as usize,
                 || cu.is_event_tracking(),
-                |on| crate::raw::interop::set_event_tracking(cu, on),
+                |on| crate::raw::cuda::set_event_tracking(cu, on),
             );
         }
     }
 
     /// A capture of `ctx` ended.
-    pub(crate) fn leave(ctx: &Context) {
+    pub(crate) fn leave(ctx: &Handle) {
         if let Some(cu) = ctx.cudarc() {
-            leave_with(&TABLE, std::sync::Arc::as_ptr(cu) as usize, |on| {
-                crate::raw::interop::set_event_tracking(cu, on)
-            });
+            leave_with(&TABLE, std::sync::Arc::as_ptr(cu) as usize, |on| crate::raw::cuda::set_event_tracking(cu, on));
         }
     }
 

@@ -262,41 +262,58 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![warn(missing_docs)]
 
-#[cfg(feature = "cublas")]
-mod blas;
+// The modules by layer, bottom first: each imports only from its own layer and those listed
+// before it (ARCHITECTURE.md; `tests/tests/layers.rs` checks it).
+
+// 0. raw: every `unsafe` of the crate, and the handles and plain values the driver speaks.
+mod raw;
+
+// 1. device backends: the `Backend` trait, the CUDA backend, the simulated device.
+pub mod device;
+pub mod kernels;
+pub mod ptx;
+
+// 2. values: errors, reports, memory, events, modules and kernels, and the handle they hold.
 mod buffer;
+mod element;
+mod error;
+mod event;
+mod handle;
+mod interop;
+mod module;
+mod registry;
+mod report;
+mod snapshot;
+mod watchdog;
+
+// 3. capture: the context, the stream type-state, graphs, the guard.
+mod book;
 #[doc(hidden)]
 pub mod capturable_check;
+mod context;
+mod graph;
+mod guard;
+mod instantiate;
+mod state;
+mod stream;
+
+// 4. capabilities: what is built from captures.
+#[cfg(feature = "cublas")]
+mod blas;
 #[cfg(feature = "nccl")]
 #[cfg_attr(docsrs, doc(cfg(feature = "nccl")))]
 pub mod collective;
-mod context;
 pub mod control;
-pub mod device;
 pub mod diff;
 pub mod engine;
-mod error;
-mod event;
-mod graph;
-mod guard;
-mod half;
-mod interop;
-pub mod kernels;
-mod module;
 mod pool;
-pub mod ptx;
-mod raw;
-mod registry;
-mod report;
 mod scalar;
-mod state;
-mod stream;
 pub mod validate;
-mod watchdog;
 
 #[cfg(feature = "cublas")]
 #[cfg_attr(docsrs, doc(cfg(feature = "cublas")))]
 pub use blas::{Blas, Transpose};
+pub use book::AllocPolicy;
 pub use buffer::{DeviceBuffer, GraphBuffer, ManagedBuffer, PinnedBuffer};
 pub use capture_macros::capturable;
 pub use context::Context;
@@ -305,18 +322,21 @@ pub use engine::{Fallback, GraphFamily, OwnedGraph, Path, Region};
 pub use error::{CallSite, DriverCode, Error, OpSite, Result};
 pub use event::Event;
 pub use graph::{Graph, InstantiateFlags};
-pub use guard::{AllocPolicy, AllocRecord, CaptureGuard, CaptureOptions, GraphUpdate};
+pub use guard::{CaptureGuard, CaptureOptions, GraphUpdate};
 pub use interop::DeviceMemory;
 pub use module::{Kernel, KernelArg, KernelArgs, KernelParam, LaunchConfig, Module, MAX_KERNEL_ARGS};
 pub use pool::CapturePool;
-pub use report::{CaptureReport, HostCopy, WatchdogReport};
+pub use report::{AllocRecord, CaptureReport, HostCopy, WatchdogReport};
 pub use scalar::DeviceScalar;
 pub use state::{
-    BeginCapture, Capturing, CommInit, ContextAccess, Free, Idle, LoopSetup, ManagedAlloc, PinnedAlloc, Query, Records,
-    StreamState, SyncAlloc, SyncCopy, Synchronize,
+    Capturing, CommInit, ContextAccess, Free, Idle, LoopSetup, ManagedAlloc, PinnedAlloc, Query, Records, StreamState,
+    SyncAlloc, SyncCopy, Synchronize,
 };
-pub use stream::Stream;
+pub use stream::{BeginCapture, Stream};
 pub use validate::{Outputs, ReplayCheck, ReplayCheckReport, Tolerance};
+
+#[cfg(test)]
+mod tests;
 
 /// Items the `#[capturable]` expansion refers to by absolute path. Not public API.
 #[doc(hidden)]

@@ -8,14 +8,14 @@ use std::marker::PhantomData;
 use cudarc::driver::{CudaFunction, CudaModule};
 
 use crate::buffer::GraphBuffer;
-use crate::context::Context;
 use crate::device::{RawFunction, RawModule};
 use crate::error::{Error, Result};
+use crate::handle::Handle;
 use crate::interop::{DeviceMemory, MemCtx};
 use crate::ptx::{self, KernelSignature, ParamClass};
 
 pub(crate) struct ModuleInner {
-    ctx: Context,
+    ctx: Handle,
     raw: RawModule,
     sigs: Vec<KernelSignature>,
 }
@@ -41,7 +41,7 @@ impl fmt::Debug for Module {
 }
 
 impl Module {
-    pub(crate) fn load(ctx: &Context, text: &str) -> Result<Self> {
+    pub(crate) fn load(ctx: &Handle, text: &str) -> Result<Self> {
         let sigs = ptx::parse(text).map_err(|reason| Error::InvalidPtx { reason })?;
         let raw = ctx.b().module_load(text).map_err(|code| Error::InvalidPtx {
             reason: format!(
@@ -88,7 +88,7 @@ pub(crate) enum Keep {
 /// A kernel of a loaded module (or a cudarc function), with its parameter list.
 #[derive(Clone)]
 pub struct Kernel {
-    ctx: Context,
+    ctx: Handle,
     _keep: Keep,
     pub(crate) raw: RawFunction,
     sig: Arc<KernelSignature>,
@@ -111,7 +111,7 @@ impl fmt::Debug for Kernel {
 
 impl Kernel {
     pub(crate) fn with_sig(
-        ctx: Context,
+        ctx: Handle,
         keep: Keep,
         raw: RawFunction,
         sig: Arc<KernelSignature>,
@@ -129,20 +129,8 @@ impl Kernel {
         Self { ctx, _keep: keep, raw, sig, checked, sizes, accept, nparams }
     }
 
-    /// Wraps a cudarc function of `ctx`'s cudarc context, so it can be launched (and
-    /// captured) through this crate. With `ptx` — the text the function's module was loaded
-    /// from — launches are checked against the entry's parameter list like any kernel's;
-    /// without it the parameter list is unknown and arguments are passed unchecked (each in
-    /// an 8-byte slot, which the driver reads at the parameter's size): prefer giving it.
-    ///
-    /// cudarc does not say which context a `CudaFunction` belongs to, so a function of
-    /// another context is reported by the driver at launch (`CUDA_ERROR_INVALID_HANDLE` or
-    /// `CUDA_ERROR_INVALID_CONTEXT`), not here.
-    ///
-    /// # Errors
-    /// [`Error::ContextMismatch`] on the simulated device; [`Error::InvalidPtx`] if `ptx`
-    /// cannot be read; [`Error::KernelNotFound`] if `ptx` has no entry `name`.
-    pub fn from_cudarc(ctx: &Context, function: CudaFunction, name: &str, ptx: Option<&str>) -> Result<Self> {
+    /// [`Kernel::from_cudarc`], on the handle of the context.
+    pub(crate) fn from_cudarc_in(ctx: &Handle, function: CudaFunction, name: &str, ptx: Option<&str>) -> Result<Self> {
         if ctx.cudarc().is_none() {
             return Err(Error::ContextMismatch { op: "Kernel::from_cudarc", what: "cudarc function" });
         }
@@ -161,19 +149,20 @@ impl Kernel {
         Ok(Self::with_sig(ctx.clone(), Keep::Cudarc(Arc::new(function)), raw, Arc::new(sig), checked))
     }
 
-    /// [`from_cudarc`](Self::from_cudarc) for the function `name` of a cudarc module.
-    ///
-    /// # Errors
-    /// As [`from_cudarc`](Self::from_cudarc); [`Error::Driver`] if the module has no such
-    /// function.
-    pub fn from_cudarc_module(ctx: &Context, module: &Arc<CudaModule>, name: &str, ptx: Option<&str>) -> Result<Self> {
+    /// [`Kernel::from_cudarc_module`], on the handle of the context.
+    pub(crate) fn from_cudarc_module_in(
+        ctx: &Handle,
+        module: &Arc<CudaModule>,
+        name: &str,
+        ptx: Option<&str>,
+    ) -> Result<Self> {
         if ctx.cudarc().is_none() {
             return Err(Error::ContextMismatch { op: "Kernel::from_cudarc_module", what: "cudarc module" });
         }
         let f = module
             .load_function(name)
             .map_err(|e| Error::Driver { op: "cuModuleGetFunction", code: crate::error::DriverCode(e.0 as u32) })?;
-        Self::from_cudarc(ctx, f, name, ptx)
+        Self::from_cudarc_in(ctx, f, name, ptx)
     }
 
     /// The kernel's name.
@@ -190,7 +179,7 @@ impl Kernel {
         self.checked
     }
     #[inline]
-    pub(crate) fn context(&self) -> &Context {
+    pub(crate) fn context(&self) -> &Handle {
         &self.ctx
     }
 
@@ -255,7 +244,7 @@ impl LaunchConfig {
 /// What a launch knows when it packs its arguments.
 #[doc(hidden)]
 pub struct ArgCx<'c> {
-    pub(crate) ctx: &'c Context,
+    pub(crate) ctx: &'c Handle,
     /// The active capture's id, 0 when the stream is idle.
     pub(crate) capture: u64,
 }
@@ -484,8 +473,7 @@ impl<'a> KernelArg<'a> for KernelParam<'a> {
     }
 }
 
-/// The most arguments a launch takes.
-pub const MAX_KERNEL_ARGS: usize = 12;
+pub use crate::raw::handles::MAX_KERNEL_ARGS;
 
 /// A tuple of [`KernelArg`]s: `()`, `(a,)`, `(a, b)`, … up to twelve.
 pub trait KernelArgs<'a> {

@@ -219,7 +219,7 @@ mod tests {
 
     #[test]
     fn reads_the_shipped_kernels() {
-        let sigs = parse(crate::kernels::CHAIN_PTX).unwrap();
+        let sigs = parse(include_str!("../kernels/chain.ptx")).unwrap();
         let add = sigs.iter().find(|k| k.name == "add_f32").unwrap();
         assert_eq!(add.describe(), "4 parameters (u64, u64, u64, u32)");
         let noop = sigs.iter().find(|k| k.name == "noop").unwrap();

@@ -9,6 +9,10 @@ use crate::device::{Backend, DevPtr, HostPtr, RawStream};
 use crate::error::OpSite;
 use crate::report::CaptureReport;
 
+/// How many abandoned-capture reports a context keeps until they are taken (the public
+/// figure is `Context::ABANDONED_REPORTS_KEPT`).
+pub(crate) const ABANDONED_REPORTS_KEPT: usize = 64;
+
 pub(crate) enum Deferred {
     Device(DevPtr),
     Host(HostPtr),
@@ -178,7 +182,7 @@ impl Registry {
 
     pub fn push_abandoned(&self, r: CaptureReport) {
         let mut g = self.lock();
-        if g.abandoned.len() >= crate::Context::ABANDONED_REPORTS_KEPT {
+        if g.abandoned.len() >= ABANDONED_REPORTS_KEPT {
             g.abandoned.pop_front();
             g.abandoned_dropped += 1;
         }

@@ -5,7 +5,18 @@ use std::time::Duration;
 
 use crate::device::{CaptureMode, NodeCounts};
 use crate::error::{CallSite, DriverCode, OpSite};
-use crate::guard::AllocRecord;
+pub use crate::raw::handles::HostCopy;
+
+/// One capture-time allocation.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AllocRecord {
+    /// The allocating operation.
+    pub op: &'static str,
+    /// Bytes.
+    pub bytes: usize,
+    /// Where it was issued.
+    pub site: CallSite,
+}
 
 /// The report of one capture: what it recorded, what it allocated, what broke it.
 #[derive(Clone, Debug)]
@@ -53,15 +64,6 @@ pub struct CaptureReport {
     /// the guard (so that no replay leaks them): free them yourself with `free_async` where
     /// the work is done with them, and the memory can be reused sooner.
     pub freed_at_end: usize,
-}
-
-/// A graph copy node whose host side is pageable memory.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub struct HostCopy {
-    /// Bytes copied.
-    pub bytes: usize,
-    /// Host to device (else device to host).
-    pub to_device: bool,
 }
 
 /// What the watchdog saw of a capture with a deadline.

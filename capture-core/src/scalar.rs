@@ -7,6 +7,7 @@ use bytemuck::Pod;
 use crate::buffer::{DeviceBuffer, PinnedBuffer};
 use crate::error::{Error, Result};
 use crate::event::Event;
+use crate::interop::{sealed, DeviceMemory, MemRef};
 use crate::state::Idle;
 use crate::stream::Stream;
 
@@ -69,7 +70,7 @@ impl<T: Pod> DeviceScalar<T> {
     /// [`Error::ContextMismatch`], [`Error::Driver`].
     #[track_caller]
     pub fn set(&self, stream: &mut Stream<Idle>, value: T) -> Result<()> {
-        if !self.dev.ctx.same(&stream.ctx) {
+        if !self.dev.ctx.same(&stream.ctx.h) {
             return Err(Error::ContextMismatch { op: "DeviceScalar::set", what: "stream" });
         }
         // The previous copy must have read the staging buffer before it is overwritten.
@@ -91,4 +92,14 @@ impl<T: Pod> DeviceScalar<T> {
     pub fn buffer(&self) -> &DeviceBuffer<T> {
         &self.dev
     }
+}
+
+impl<T> sealed::Sealed for DeviceScalar<T> {
+    #[inline]
+    fn mem_ref(&self) -> MemRef {
+        self.dev.mem_ref()
+    }
+}
+impl<T> DeviceMemory for DeviceScalar<T> {
+    type Elem = T;
 }

@@ -9,13 +9,12 @@
 
 use std::marker::PhantomData;
 
+use crate::book::Book;
 use crate::context::Context;
 use crate::device::RawStream;
 use crate::error::{CallSite, DriverCode, Error, OpSite};
-use crate::guard::Book;
-use crate::stream::Stream;
 
-mod sealed {
+pub(crate) mod sealed {
     pub trait Sealed {}
     impl Sealed for super::Idle {}
     impl Sealed for super::Capturing<'_> {}
@@ -269,25 +268,9 @@ impl Free for Idle {}
 pub trait ContextAccess: sealed::Sealed {}
 impl ContextAccess for Idle {}
 
-/// Starting a capture: only an idle stream can.
-#[diagnostic::on_unimplemented(
-    message = "this stream is already capturing (`{Self}`)",
-    label = "a stream records one capture at a time",
-    note = "finish the current capture with `guard.finish()` first, or use `fork()` to record work on a second stream into this capture"
-)]
-pub trait BeginCapture: sealed::Sealed + StreamState + Sized {
-    #[doc(hidden)]
-    fn as_idle(s: &mut Stream<Self>) -> &mut Stream<Idle>;
-}
-impl BeginCapture for Idle {
-    fn as_idle(s: &mut Stream<Idle>) -> &mut Stream<Idle> {
-        s
-    }
-}
-
 /// The error of an operation on a capturing stream that may no longer issue work.
 #[cold]
-fn not_live(b: &crate::guard::CaptureBook, op: &'static str) -> Error {
+fn not_live(b: &crate::book::CaptureBook, op: &'static str) -> Error {
     if b.broken && !b.has_ended() && !b.swapped {
         let cause = b.invalidated_by.clone().unwrap_or(OpSite { op: "a conditional body", site: b.began_at });
         return Error::CaptureLost { op, capture: b.id, cause };

@@ -17,7 +17,7 @@
 #[path = "../src/attr.rs"]
 mod attr;
 #[allow(dead_code)]
-#[path = "../src/check.rs"]
+#[path = "../src/check/mod.rs"]
 mod check;
 #[allow(dead_code)]
 #[path = "../src/expand.rs"]

@@ -5,6 +5,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use super::id::CommId;
 use crate::context::Context;
 use crate::device::DeviceKind;
 use crate::error::{Error, Result};
@@ -18,20 +19,20 @@ pub trait NcclElem: bytemuck::Pod + sealed::Sealed {}
 
 pub(crate) mod sealed {
     pub trait Sealed {
-        const DTYPE: crate::device::coll::Dtype;
+        const DTYPE: crate::raw::coll::Dtype;
     }
 }
 
 macro_rules! elem {
     ($($t:ty => $d:ident),*) => {$(
         impl sealed::Sealed for $t {
-            const DTYPE: crate::device::coll::Dtype = crate::device::coll::Dtype::$d;
+            const DTYPE: crate::raw::coll::Dtype = crate::raw::coll::Dtype::$d;
         }
         impl NcclElem for $t {}
     )*};
 }
 elem!(f32 => F32, f64 => F64, i32 => I32, u32 => U32, i64 => I64, u64 => U64, u8 => U8);
-elem!(crate::half::F16 => F16, crate::half::Bf16 => Bf16);
+elem!(crate::raw::half::F16 => F16, crate::raw::half::Bf16 => Bf16);
 
 /// A reduction.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -50,8 +51,8 @@ pub enum ReduceOp {
 }
 
 impl ReduceOp {
-    pub(crate) fn raw(self) -> crate::device::coll::Op {
-        use crate::device::coll::Op;
+    pub(crate) fn raw(self) -> crate::raw::coll::Op {
+        use crate::raw::coll::Op;
         match self {
             ReduceOp::Sum => Op::Sum,
             ReduceOp::Prod => Op::Prod,
@@ -59,102 +60,6 @@ impl ReduceOp {
             ReduceOp::Min => Op::Min,
             ReduceOp::Avg => Op::Avg,
         }
-    }
-}
-
-/// The name of a communicator whose ranks are in several processes: made once, by one
-/// process, with [`CommId::new`], handed to every other process by any means (its text,
-/// from [`to_string`](ToString::to_string), on a command line, in a file, over a socket),
-/// and given to [`Comm::init_rank`] by every rank. On GPUs it is NCCL's unique id (a
-/// bootstrap address in the process that made it); on the simulated device, a unique token
-/// whose ranks are threads of one process.
-#[derive(Clone, Copy, PartialEq, Eq, Hash)]
-pub struct CommId([u8; 128]);
-
-/// How a simulated device's ids begin (NCCL's never do: theirs begin with a socket family).
-const SIM_MARK: &[u8; 16] = b"capture-core-sim";
-
-impl CommId {
-    /// A new id for a communicator of `ctx`'s kind of device: on a GPU
-    /// `ncclGetUniqueId`, on the simulated device a token unique in the process.
-    ///
-    /// # Errors
-    /// [`Error::NcclUnavailable`], [`Error::Nccl`].
-    pub fn new(ctx: &Context) -> Result<CommId> {
-        if ctx.kind() == DeviceKind::Simulated {
-            static NEXT_SIM: AtomicU64 = AtomicU64::new(1);
-            let mut b = [0u8; 128];
-            b[..16].copy_from_slice(SIM_MARK);
-            // Simulated ranks are threads of this process: a counter makes it unique.
-            b[16..24].copy_from_slice(&NEXT_SIM.fetch_add(1, Ordering::Relaxed).to_le_bytes());
-            return Ok(CommId(b));
-        }
-        if !crate::raw::nccl::present() {
-            return Err(Error::NcclUnavailable);
-        }
-        crate::raw::nccl::unique_id().map(CommId).map_err(|f| Error::Nccl {
-            op: "ncclGetUniqueId",
-            code: f.code,
-            text: f.text,
-        })
-    }
-
-    /// Its 128 bytes.
-    pub fn as_bytes(&self) -> &[u8; 128] {
-        &self.0
-    }
-
-    /// The id with these bytes (as [`as_bytes`](Self::as_bytes) gave them).
-    pub fn from_bytes(bytes: [u8; 128]) -> CommId {
-        CommId(bytes)
-    }
-
-    fn is_simulated(&self) -> bool {
-        self.0.starts_with(SIM_MARK)
-    }
-
-    /// A number naming the communicator in this process (FNV-1a of the bytes; high bit set,
-    /// apart from the numbers of `init_all`'s communicators).
-    fn key(&self) -> u64 {
-        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-        for b in self.0 {
-            h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
-        }
-        h | 1 << 63
-    }
-}
-
-impl fmt::Display for CommId {
-    /// 256 lower-case hex digits.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for b in self.0 {
-            write!(f, "{b:02x}")?;
-        }
-        Ok(())
-    }
-}
-
-impl fmt::Debug for CommId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "CommId({}{:016x}…)", if self.is_simulated() { "sim " } else { "" }, self.key())
-    }
-}
-
-impl std::str::FromStr for CommId {
-    type Err = Error;
-    /// The id [`Display`](fmt::Display) wrote: 256 hex digits.
-    fn from_str(s: &str) -> Result<CommId> {
-        let s = s.trim();
-        if s.len() != 256 {
-            return Err(Error::InvalidCommId { reason: format!("{} characters, not 256", s.len()) });
-        }
-        let mut b = [0u8; 128];
-        for (i, out) in b.iter_mut().enumerate() {
-            let pair = s.get(2 * i..2 * i + 2).unwrap_or("");
-            *out = u8::from_str_radix(pair, 16)
-                .map_err(|_| Error::InvalidCommId { reason: format!("{pair:?} at {} is not a hex byte", 2 * i) })?;
-        }
-        Ok(CommId(b))
     }
 }
 
@@ -179,7 +84,7 @@ pub struct Comm {
     pub(crate) id: u64,
     /// For [`Comm::init_rank`]'s communicators (the other ranks elsewhere): the timeout and
     /// the abort flag, shared with the nodes of graphs that use it.
-    pub(crate) link: Option<Arc<crate::device::coll::Link>>,
+    pub(crate) link: Option<Arc<crate::raw::coll::Link>>,
     /// NCCL communicators are not thread-safe: a `Comm` moves between threads (`Send`) but
     /// is not shared (`!Sync`) — two threads could otherwise both abort it.
     _not_sync: std::marker::PhantomData<std::cell::Cell<()>>,
@@ -323,14 +228,14 @@ impl Comm {
             return bad("a timeout of zero: give how long a rank may wait for the others (seconds, say)".into());
         }
         ctx.fail_fast("Comm::init_rank", site)?;
-        let link = Arc::new(crate::device::coll::Link::new(rank, timeout));
+        let link = Arc::new(crate::raw::coll::Link::new(rank, timeout));
         if ctx.kind() == DeviceKind::Simulated {
             if !id.is_simulated() {
                 return bad("an id made for GPUs was given to a simulated device: make it with `CommId::new` on a simulated context".into());
             }
             let key = id.key();
             // A device of a world, or a lone one (its fail-fast domain is its own).
-            let device = ctx.sim().and_then(|s| s.world()).unwrap_or((u64::MAX, ctx.inner.domain));
+            let device = ctx.sim().and_then(|s| s.world()).unwrap_or((u64::MAX, ctx.h.inner.domain));
             crate::device::sim::world::join(key, world_size, rank, device, timeout).map_err(|e| match e {
                 crate::device::sim::world::WorldError::Timeout { rank, waited } => {
                     Error::CollectiveTimeout { op: "Comm::init_rank", rank, waited }
@@ -543,7 +448,7 @@ fn backoff(spins: &mut u32) {
 /// the watchdog fires, whichever comes first.
 pub(crate) fn settle(
     raw: usize,
-    link: &crate::device::coll::Link,
+    link: &crate::raw::coll::Link,
     rank: usize,
     op: &'static str,
     watch: Option<&crate::watchdog::Watch>,
@@ -572,7 +477,7 @@ pub(crate) fn settle(
 /// then waits until every graph holding its work is destroyed, and such a graph may belong
 /// to the very caller (a replayed step, a capture under way). So it runs on a thread of its
 /// own, which ends once those graphs are gone.
-pub(crate) fn abort_detached(raw: usize, link: &crate::device::coll::Link) {
+pub(crate) fn abort_detached(raw: usize, link: &crate::raw::coll::Link) {
     if !link.abort() {
         return;
     }
@@ -601,7 +506,7 @@ const ABORT_WAIT: Duration = Duration::from_secs(10);
 /// Waits for the abort of `link`'s communicator to return (bounded), so none still runs
 /// inside NCCL when the program goes on to exit: a process that exits while
 /// `ncclCommAbort` runs on another thread can crash in the CUDA and NCCL teardown.
-fn finish_abort(link: &crate::device::coll::Link, rank: usize) {
+fn finish_abort(link: &crate::raw::coll::Link, rank: usize) {
     if !link.wait_aborted(ABORT_WAIT) {
         log::error!(
             "capture-core: ncclCommAbort of rank {rank} still runs after {ABORT_WAIT:?} (a graph holding its \
@@ -639,7 +544,7 @@ impl Drop for Comm {
             self.ctx.reg().defer(crate::registry::Deferred::NcclComm(self.raw))
         {
             // No capture on this device; one on another device may still forbid it.
-            crate::registry::fail_fast::release_comm_or_defer(self.ctx.inner.domain, c);
+            crate::registry::fail_fast::release_comm_or_defer(self.ctx.h.inner.domain, c);
         }
     }
 }

@@ -6,13 +6,13 @@ use std::fmt;
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use crate::book::Book;
 use crate::collective::comm::{Comm, NcclElem, ReduceOp};
 use crate::context::Context;
-use crate::device::coll::{Call, CollNode};
 use crate::device::{DeviceKind, RawStream};
 use crate::error::{CallSite, Error, Result};
-use crate::guard::Book;
 use crate::interop::DeviceMemory;
+use crate::raw::coll::{Call, CollNode};
 use crate::state::{Capturing, Idle, Records, StreamState};
 use crate::stream::Stream;
 
@@ -27,7 +27,7 @@ struct Pending {
     call: Call,
     op: &'static str,
     site: CallSite,
-    link: Option<std::sync::Arc<crate::device::coll::Link>>,
+    link: Option<std::sync::Arc<crate::raw::coll::Link>>,
 }
 
 /// The collective calls of one step, for every rank: NCCL's group (`ncclGroupStart` …
@@ -63,7 +63,7 @@ impl Default for Group<'_> {
 }
 
 /// The NCCL element type of `T`.
-fn dtype<T: NcclElem>() -> crate::device::coll::Dtype {
+fn dtype<T: NcclElem>() -> crate::raw::coll::Dtype {
     <T as crate::collective::comm::sealed::Sealed>::DTYPE
 }
 
@@ -99,7 +99,7 @@ impl<'g> Group<'g> {
             });
         }
         for (_, mctx) in bufs {
-            if !mctx.matches(&stream.ctx) {
+            if !mctx.matches(&stream.ctx.h) {
                 return Err(Error::ContextMismatch { op, what: "buffer" });
             }
         }
@@ -361,7 +361,7 @@ impl<'g> Group<'g> {
                 })?;
                 // A rank-per-process communicator is nonblocking: NCCL may still be
                 // connecting to the peers; wait for it, up to its timeout.
-                let mut seen: Vec<(usize, &std::sync::Arc<crate::device::coll::Link>)> = Vec::new();
+                let mut seen: Vec<(usize, &std::sync::Arc<crate::raw::coll::Link>)> = Vec::new();
                 for o in &self.ops {
                     if let Some(link) = &o.link {
                         if !seen.iter().any(|(raw, _)| *raw == o.comm_raw) {
@@ -546,8 +546,10 @@ fn launch_sim(ops: &[Pending]) -> Result<()> {
             None => per_dev.push((&o.ctx, vec![node(o)])),
         }
     }
-    let ranks: Vec<_> =
-        per_dev.iter().map(|(ctx, nodes)| crate::device::sim::world::RankCalls { ctx, nodes: nodes.clone() }).collect();
+    let ranks: Vec<_> = per_dev
+        .iter()
+        .map(|(ctx, nodes)| crate::device::sim::world::RankCalls { ctx: *ctx, nodes: nodes.clone() })
+        .collect();
     crate::device::sim::world::perform(&ranks).map_err(|e| world_error(e, "Group::launch"))
 }
 

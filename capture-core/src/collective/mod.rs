@@ -74,9 +74,11 @@
 
 mod comm;
 pub(crate) mod group;
+mod id;
 mod multi;
 
-pub use crate::half::{Bf16, F16};
-pub use comm::{nccl_version, Comm, CommId, NcclElem, ReduceOp};
+pub use crate::raw::half::{Bf16, F16};
+pub use comm::{nccl_version, Comm, NcclElem, ReduceOp};
 pub use group::Group;
+pub use id::CommId;
 pub use multi::{MultiCapture, MultiGraph};

@@ -2,44 +2,24 @@
 //!
 //! Both implement `Backend`, a driver-shaped interface on plain handles. The safe types
 //! above (`Stream`, `DeviceBuffer`, `Graph`, …) hold handles and call through it; neither
-//! they nor this trait contain `unsafe`. All `unsafe` lives in `crate::raw`, which also holds the CUDA backend.
+//! they nor this trait contain `unsafe`. All `unsafe` lives in `crate::raw`, which also holds
+//! the CUDA backend's driver calls (`raw/cuda.rs`) and the handles both backends speak
+//! (`raw/handles.rs`); the CUDA backend itself is `cuda.rs`, the simulator `sim.rs` and `sim/`.
 
-pub(crate) mod coll;
+mod cuda;
 pub mod sim;
 pub(crate) mod snapshot;
 
-#[cfg(test)]
-mod conformance;
+pub(crate) use cuda::CudaBackend;
 
-pub(crate) use crate::raw::cuda::CudaBackend;
-
-use crate::error::{DriverCode, Result};
-
-/// A stream handle (`CUstream` as an integer on the GPU; an index on the simulated device).
-#[doc(hidden)]
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
-pub struct RawStream(pub(crate) usize);
-/// An event handle.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
-pub(crate) struct RawEvent(pub usize);
-/// A module handle.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
-pub(crate) struct RawModule(pub usize);
-/// A function handle.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
-pub(crate) struct RawFunction(pub usize);
-/// A graph handle.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
-pub(crate) struct RawGraph(pub usize);
-/// An executable-graph handle.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
-pub(crate) struct RawExec(pub usize);
-/// A device address.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub(crate) struct DevPtr(pub u64);
-/// A host allocation (pinned or managed) address.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
-pub(crate) struct HostPtr(pub usize);
+use crate::raw::code::DriverCode;
+#[cfg(feature = "cublas")]
+pub(crate) use crate::raw::handles::Gemm;
+pub(crate) use crate::raw::handles::{
+    Advice, CaptureStatus, CondKind, DevPtr, HostCopy, HostPtr, InstFlags, LaunchParams, RawEvent, RawExec,
+    RawFunction, RawGraph, RawModule,
+};
+pub use crate::raw::handles::{CaptureMode, NodeCounts, RawStream};
 
 /// Which device a [`Context`](crate::Context) runs on.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
@@ -58,60 +38,6 @@ impl std::fmt::Display for DeviceKind {
             DeviceKind::Simulated => "simulated device",
         })
     }
-}
-
-/// The capture mode, as `cuStreamBeginCapture` takes it.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Default)]
-#[non_exhaustive]
-pub enum CaptureMode {
-    /// Potentially unsafe calls (allocation, free, synchronous copies to the legacy stream…)
-    /// fail on every thread of the process while the capture lasts. The safest; the default.
-    #[default]
-    Global,
-    /// Potentially unsafe calls fail on the capturing thread only.
-    ThreadLocal,
-    /// No calls are prohibited beyond those that touch the capturing stream itself.
-    Relaxed,
-}
-
-/// The driver's view of a stream's capture.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub(crate) enum CaptureStatus {
-    None,
-    Active,
-    Invalidated,
-}
-
-/// The kind of graph node, for counting.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Default)]
-pub struct NodeCounts {
-    /// All nodes.
-    pub total: usize,
-    /// Kernel nodes.
-    pub kernels: usize,
-    /// Copy nodes.
-    pub memcpy: usize,
-    /// Memset nodes.
-    pub memset: usize,
-    /// Host-function nodes.
-    pub host: usize,
-    /// Memory allocation nodes.
-    pub mem_alloc: usize,
-    /// Memory free nodes.
-    pub mem_free: usize,
-    /// Event record / wait and empty nodes, and any other kind.
-    pub other: usize,
-    /// Conditional nodes (IF, WHILE), each counted once whatever its bodies hold.
-    pub conditional: usize,
-}
-
-/// The kinds of conditional node the library records.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub(crate) enum CondKind {
-    /// The body runs when the condition is non-zero (a second body, when given, otherwise).
-    If,
-    /// The body runs while the condition is non-zero, tested before each iteration.
-    While,
 }
 
 /// The device's graph-memory pool: the memory CUDA keeps for graph allocations (memory
@@ -136,53 +62,14 @@ pub struct GraphMemUsage {
     pub reserved_high: u64,
 }
 
-/// Advice for a managed range.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub(crate) enum Advice {
-    /// Preferred location: this context's device.
-    PreferDevice,
-    /// Accessed by the host (CPU) too: mapped there, so host access does not migrate it.
-    AccessedByHost,
-}
-
-/// A column-major single-precision GEMM: `C = alpha * op(A) * op(B) + beta * C`.
-#[derive(Copy, Clone, Debug)]
-#[cfg_attr(not(feature = "cublas"), allow(dead_code))]
-pub(crate) struct Gemm {
-    pub trans_a: bool,
-    pub trans_b: bool,
-    pub m: i32,
-    pub n: i32,
-    pub k: i32,
-    pub alpha: f32,
-    pub a: DevPtr,
-    pub lda: i32,
-    pub b: DevPtr,
-    pub ldb: i32,
-    pub beta: f32,
-    pub c: DevPtr,
-    pub ldc: i32,
-}
-
-/// Instantiation flags as the backends take them (`CUgraphInstantiate_flags`).
-#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
-pub(crate) struct InstFlags {
-    /// `CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH`.
-    pub auto_free: bool,
-    /// `CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD` (needs the upload stream).
-    pub upload: bool,
-    /// `CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH`.
-    pub device_launch: bool,
-    /// `CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY`.
-    pub node_priority: bool,
-}
-
-/// Kernel launch geometry and parameter bytes (each argument in one 8-byte slot).
-pub(crate) struct LaunchParams<'p> {
-    pub grid: (u32, u32, u32),
-    pub block: (u32, u32, u32),
-    pub shared_mem_bytes: u32,
-    pub slots: &'p mut [u64],
+/// Why a backend could not draw a graph ([`Backend::graph_dot`]); the caller turns it into an
+/// [`Error`](crate::Error).
+#[derive(Debug)]
+pub(crate) enum DotError {
+    /// The driver (or the simulated device) refused `op`.
+    Driver { op: &'static str, code: DriverCode },
+    /// The driver's DOT file at `path` could not be read back.
+    Io { path: String, source: std::io::Error },
 }
 
 /// The driver-shaped interface both backends implement.
@@ -275,7 +162,7 @@ pub(crate) trait Backend: Send + Sync + 'static {
     fn capture_status(&self, s: RawStream) -> Result<CaptureStatus, DriverCode>;
     fn graph_nodes(&self, g: RawGraph) -> Result<NodeCounts, DriverCode>;
     /// The graph's copy nodes whose host side is pageable (unpinned) memory.
-    fn graph_host_copies(&self, g: RawGraph) -> Result<Vec<crate::report::HostCopy>, DriverCode>;
+    fn graph_host_copies(&self, g: RawGraph) -> Result<Vec<HostCopy>, DriverCode>;
     /// Instantiates with the default flags (auto-free-on-launch, as this crate always has).
     #[cfg_attr(not(test), allow(dead_code))]
     fn graph_instantiate(&self, g: RawGraph) -> Result<RawExec, DriverCode> {
@@ -289,13 +176,10 @@ pub(crate) trait Backend: Send + Sync + 'static {
         upload: Option<RawStream>,
     ) -> Result<RawExec, DriverCode>;
     /// The graph as Graphviz DOT text.
-    fn graph_dot(&self, g: RawGraph) -> Result<String, crate::error::Error>;
+    fn graph_dot(&self, g: RawGraph) -> Result<String, DotError>;
     /// The graph described node by node, addresses raw (see [`snapshot`]); the simulated
     /// device also labels each node with the library operation that recorded it.
-    fn graph_snapshot(
-        &self,
-        g: RawGraph,
-    ) -> Result<(snapshot::RawSnapshot, crate::device::snapshot::NodeOps), DriverCode>;
+    fn graph_snapshot(&self, g: RawGraph) -> Result<(snapshot::RawSnapshot, snapshot::NodeOps), DriverCode>;
     /// The allocation `addr` falls in, if the device knows one.
     fn locate(&self, addr: u64) -> Option<snapshot::Located>;
     /// How many nodes the graph `s` is capturing into holds now (to tell which nodes an

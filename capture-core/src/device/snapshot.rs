@@ -4,14 +4,14 @@
 //! Both backends describe a graph the same way (`Backend::graph_snapshot`): nodes in the
 //! order the capture created them (the driver's `cuGraphGetNodes` order, the simulated
 //! device's record order), each with what the driver knows of it, and the dependency edges
-//! between them. Device addresses are then located ([`locate`]): an address inside memory a
-//! graph allocation node of the same graph allocates is named by that node and the offset
-//! in it — never by its raw address, which differs from graph to graph — and other
-//! addresses by the allocation they fall in.
+//! between them. The values layer (`crate::snapshot`) then locates every address: an address
+//! inside memory a graph allocation node of the same graph allocates is named by that node
+//! and the offset in it — never by its raw address, which differs from graph to graph — and
+//! other addresses by the allocation they fall in.
 
 use std::fmt;
 
-use crate::error::OpSite;
+use crate::raw::site::CallSite;
 
 /// What a device address points into.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -215,33 +215,6 @@ impl NodeKind {
     }
 }
 
-/// One node of a [`GraphSnapshot`].
-#[derive(Clone, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct SnapNode {
-    /// What it does.
-    pub kind: NodeKind,
-    /// The library operation that recorded it and its call site, where known: always on
-    /// the simulated device; on a GPU when the capture traced nodes
-    /// ([`CaptureOptions::trace_nodes`](crate::CaptureOptions::trace_nodes)). `None` for
-    /// work issued behind this library's back (a candle op, a cudarc call).
-    pub op: Option<OpSite>,
-}
-
-/// A captured graph described node by node. Get one from
-/// [`CaptureGuard::finish_snapshot`](crate::CaptureGuard::finish_snapshot); compare two
-/// with [`diff`](crate::diff::diff).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct GraphSnapshot {
-    /// The nodes, in the order the capture created them.
-    pub nodes: Vec<SnapNode>,
-    /// Dependency edges (from, to), as node indices.
-    pub edges: Vec<(usize, usize)>,
-    /// The capture's id within its context.
-    pub capture_id: u64,
-}
-
 /// What the device knows of an address: the allocation it falls in.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Located {
@@ -259,11 +232,11 @@ pub(crate) enum MemKind {
     Graph,
 }
 
-/// The library operation that recorded each node, where known.
-pub(crate) type NodeOps = Vec<Option<OpSite>>;
+/// The library operation that recorded each node and its call site, where known.
+pub(crate) type NodeOps = Vec<Option<(&'static str, CallSite)>>;
 
 /// A snapshot as a backend reads it: addresses still raw (`Target::Unknown`), kernel
-/// parameters without targets. [`locate`] turns it into a [`GraphSnapshot`].
+/// parameters without targets. `crate::snapshot::locate` turns it into a `GraphSnapshot`.
 pub(crate) struct RawSnapshot {
     pub nodes: Vec<RawNode>,
     pub edges: Vec<(usize, usize)>,
@@ -298,85 +271,4 @@ pub(crate) enum RawNode {
         ptr: u64,
     },
     Plain(NodeKind),
-}
-
-/// Locates every address of `raw`: inside a graph allocation of the same graph (the latest
-/// allocation node created before the node that uses it, since the driver may hand an
-/// address freed earlier in the graph to a later allocation), or in an allocation `find`
-/// knows; an 8-byte kernel parameter equal to one of `handles` (the capture's condition
-/// handles) is that handle. `ops` labels the nodes.
-pub(crate) fn locate(
-    raw: RawSnapshot,
-    ops: Vec<Option<OpSite>>,
-    capture_id: u64,
-    handles: &[u64],
-    find: impl Fn(u64) -> Option<Located>,
-) -> GraphSnapshot {
-    let allocs: Vec<(usize, u64, u64)> = raw
-        .nodes
-        .iter()
-        .enumerate()
-        .filter_map(|(i, n)| match n {
-            RawNode::MemAlloc { ptr, bytes } => Some((i, *ptr, *bytes as u64)),
-            _ => None,
-        })
-        .collect();
-    let target = |at: usize, addr: u64| -> Option<Target> {
-        let in_graph = |&&(_, p, len): &&(usize, u64, u64)| addr >= p && addr - p < len;
-        let graph = allocs.iter().filter(|a| a.0 < at).rev().find(in_graph).or_else(|| allocs.iter().find(in_graph));
-        if let Some(&(alloc_node, p, _)) = graph {
-            return Some(Target::Graph { alloc_node, offset: addr - p });
-        }
-        let l = find(addr)?;
-        let offset = addr - l.base;
-        Some(match l.kind {
-            MemKind::Device | MemKind::Graph => Target::Device { base: l.base, offset },
-            MemKind::Pinned => Target::Pinned { base: l.base, offset },
-            MemKind::Managed => Target::Managed { base: l.base, offset },
-        })
-    };
-    let any = |at: usize, addr: u64, pageable: bool| {
-        if pageable {
-            Target::Pageable { addr }
-        } else {
-            target(at, addr).unwrap_or(Target::Unknown { addr })
-        }
-    };
-    let mut ops = ops.into_iter();
-    let nodes = raw
-        .nodes
-        .into_iter()
-        .enumerate()
-        .map(|(i, n)| {
-            let kind = match n {
-                RawNode::Kernel(mut k) => {
-                    for p in k.params.iter_mut().flatten() {
-                        let pointer_typed = p.ty.as_deref().is_none_or(|t| matches!(t, "u64" | "b64" | "s64"));
-                        if p.bytes.len() == 8 && pointer_typed {
-                            let mut b = [0u8; 8];
-                            b.copy_from_slice(&p.bytes);
-                            let v = u64::from_le_bytes(b);
-                            p.target = match handles.iter().position(|&h| h == v) {
-                                Some(index) => Some(Target::Condition { index }),
-                                None if v == 0 => None,
-                                None => target(i, v),
-                            };
-                        }
-                    }
-                    NodeKind::Kernel(k)
-                }
-                RawNode::Copy { dst, src, bytes, src_pageable, dst_pageable, host_data } => {
-                    NodeKind::Copy { dst: any(i, dst, dst_pageable), src: any(i, src, src_pageable), bytes, host_data }
-                }
-                RawNode::Memset { dst, value, element_size, width, height } => {
-                    NodeKind::Memset { dst: any(i, dst, false), value, element_size, width, height }
-                }
-                RawNode::MemAlloc { bytes, .. } => NodeKind::MemAlloc { bytes },
-                RawNode::MemFree { ptr } => NodeKind::MemFree { target: any(i, ptr, false) },
-                RawNode::Plain(k) => k,
-            };
-            SnapNode { kind, op: ops.next().flatten() }
-        })
-        .collect();
-    GraphSnapshot { nodes, edges: raw.edges, capture_id }
 }

@@ -3,7 +3,8 @@
 use std::collections::BTreeSet;
 
 use super::{CaptureDiff, Cause, Difference, NodeRef, NotCompared, What};
-use crate::device::snapshot::{GraphSnapshot, KernelNode, NodeKind, ParamValue, SnapNode, Target};
+use crate::device::snapshot::{KernelNode, NodeKind, ParamValue, Target};
+use crate::snapshot::{GraphSnapshot, SnapNode};
 
 /// Compares two snapshots of one step (see [`crate::diff`]): topology first, then each pair
 /// of nodes up to the point where the topologies part.

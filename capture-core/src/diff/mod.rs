@@ -67,7 +67,8 @@ use crate::guard::CaptureOptions;
 use crate::state::{Capturing, Idle};
 use crate::stream::Stream;
 
-pub use crate::device::snapshot::{GraphSnapshot, KernelNode, NodeKind, ParamValue, SnapNode, Target};
+pub use crate::device::snapshot::{KernelNode, NodeKind, ParamValue, Target};
+pub use crate::snapshot::{GraphSnapshot, SnapNode};
 pub use compare::diff;
 
 /// A node of the first capture's graph, as a diff names it.

@@ -391,7 +391,7 @@ impl<R: Send + Sync + 'static> GraphFamily<R> {
     pub fn builder<'w>(buckets: &[usize]) -> FamilyBuilder<'w, R> {
         FamilyBuilder {
             buckets: buckets.to_vec(),
-            options: CaptureOptions::default().alloc_policy(crate::guard::AllocPolicy::Allow),
+            options: CaptureOptions::default().alloc_policy(crate::book::AllocPolicy::Allow),
             warmup: None,
             progress: None,
             replays: 1,

@@ -5,7 +5,7 @@ use std::path::Path;
 
 use super::Graph;
 use crate::device::sim::dot::escape;
-use crate::device::DeviceKind;
+use crate::device::{DeviceKind, DotError};
 use crate::error::{Error, Result};
 
 /// At most this many of the library's operations are listed in a GPU picture's note.
@@ -52,7 +52,12 @@ impl Graph<'_> {
     /// [`Error::Driver`] if the driver cannot print the graph, [`Error::Io`] if its
     /// temporary file cannot be read back.
     pub fn to_dot(&self) -> Result<String> {
-        let mut text = self.ctx.b().graph_dot(self.graph)?;
+        let mut text = self.ctx.b().graph_dot(self.graph).map_err(|e| match e {
+            DotError::Driver { op, code } => Error::Driver { op, code },
+            DotError::Io { path, source } => {
+                Error::Io { op: "Graph::to_dot (reading the driver's DOT file)", path, source }
+            }
+        })?;
         if self.ctx.kind() == DeviceKind::Cuda {
             self.append_op_note(&mut text);
         }

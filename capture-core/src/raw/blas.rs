@@ -5,8 +5,8 @@ use std::ffi::c_void;
 
 use cudarc::cublas::sys;
 
-use crate::device::Gemm;
-use crate::error::DriverCode;
+use crate::raw::code::DriverCode;
+use crate::raw::handles::Gemm;
 
 type R<T> = Result<T, DriverCode>;
 

@@ -12,7 +12,7 @@ use std::path::Path;
 use cudarc::driver::sys;
 
 use super::{code, stream, R};
-use crate::error::DriverCode;
+use crate::raw::code::DriverCode;
 
 /// The graph handle as cudarc's type. Only a cast: nothing is dereferenced.
 pub(crate) fn graph_handle(g: usize) -> sys::CUgraph {

@@ -13,6 +13,7 @@ use std::mem::MaybeUninit;
 
 use cudarc::driver::sys;
 
+use super::capture::capture_point;
 use super::{code, R};
 
 /// A kernel node as the driver holds it.
@@ -314,7 +315,7 @@ pub(crate) fn is_host_type(ty: u32) -> bool {
 /// `s` must be a live stream.
 pub(crate) unsafe fn capture_node_count(s: usize) -> R<usize> {
     // SAFETY: forwarded.
-    let (graph, ..) = unsafe { super::capture_point(s) }?;
+    let (graph, ..) = unsafe { capture_point(s) }?;
     let mut n = 0usize;
     // SAFETY: a null node array asks only for the count.
     code(unsafe { sys::cuGraphGetNodes(graph, std::ptr::null_mut(), &mut n) })?;

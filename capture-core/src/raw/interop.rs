@@ -1,6 +1,6 @@
-//! The unsafe edges of cudarc interop: raw addresses and cudarc's event-tracking switch.
-
-use cudarc::driver::CudaContext;
+//! The unsafe edges of cudarc interop: raw addresses. The only file of the raw layer that names
+//! types above it: the public `unsafe fn`s of the interop API are declared here, where `unsafe`
+//! may be written (see ARCHITECTURE.md).
 
 use crate::buffer::DeviceBuffer;
 use crate::module::{KernelParam, ParamKind};
@@ -30,26 +30,5 @@ impl KernelParam<'static> {
     /// may run — at every replay, when captured: the graph does not borrow it.
     pub unsafe fn raw_device_ptr(addr: u64) -> Self {
         KernelParam::new(ParamKind::Raw(addr))
-    }
-}
-
-/// Turns cudarc's per-allocation event tracking on or off for `ctx`.
-///
-/// Called only by `interop::tracking`: off when the first capture of a context begins, back
-/// to the value it had when the last one ends.
-pub(crate) fn set_event_tracking(ctx: &CudaContext, on: bool) {
-    if on {
-        // SAFETY: re-enabling restores the state the context had before the capture. cudarc's
-        // caveat (slices created while tracking was off keep no events) is documented on
-        // `Stream::capture`: allocate before capturing, which this crate requires anyway.
-        unsafe { ctx.enable_event_tracking() }
-    } else {
-        // SAFETY: while a capture is active nothing it records runs, so the events cudarc
-        // would record or wait on order nothing; a wait on an event recorded before the
-        // capture would instead break it (CUDA_ERROR_STREAM_CAPTURE_ISOLATION). Buffers the
-        // capture uses are borrowed by the graph, so none is freed while a replay may use
-        // it; the capture ends (and tracking is restored) before the graph first runs, and
-        // `Graph::launch` orders replays on the caller's stream.
-        unsafe { ctx.disable_event_tracking() }
     }
 }

@@ -9,7 +9,7 @@ use std::ffi::c_void;
 
 use cudarc::nccl::{result, sys};
 
-use crate::device::coll::{Call, Dtype, Op};
+use crate::raw::coll::{Call, Dtype, Op};
 
 /// An NCCL error: the `ncclResult_t` value and NCCL's text for it.
 pub(crate) struct NcclFail {

@@ -53,6 +53,7 @@ mod check;
 mod outputs;
 mod tolerance;
 
+pub use crate::element::Scalar;
 pub use check::{ReplayCheck, ReplayCheckReport, ReplayStream};
-pub use outputs::{Outputs, ReplayElement, Scalar};
+pub use outputs::{Outputs, ReplayElement};
 pub use tolerance::Tolerance;

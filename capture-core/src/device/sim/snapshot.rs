@@ -1,16 +1,32 @@
 //! The simulated device's graphs described node by node, for the capture diff (issue #25).
 
-use super::{AllocKind, Node, State};
-use crate::device::snapshot::{KernelNode, Located, MemKind, NodeKind, ParamValue, RawNode, RawSnapshot};
-use crate::device::RawGraph;
-use crate::error::{DriverCode, OpSite};
+use super::{AllocKind, Node, SimDevice, State};
+use crate::device::snapshot::{KernelNode, Located, MemKind, NodeKind, NodeOps, ParamValue, RawNode, RawSnapshot};
+use crate::raw::code::DriverCode;
+use crate::raw::handles::{RawGraph, RawStream};
+
+impl SimDevice {
+    /// Graph `g` described node by node (see `Backend::graph_snapshot`).
+    pub(crate) fn graph_snapshot(&self, g: RawGraph) -> Result<(RawSnapshot, NodeOps), DriverCode> {
+        graph_snapshot(&self.st(), g)
+    }
+
+    /// The allocation `addr` falls in.
+    pub(crate) fn locate(&self, addr: u64) -> Option<Located> {
+        locate(&self.st(), addr)
+    }
+
+    /// How many nodes the capture `s` records into holds now.
+    pub(crate) fn capture_node_count(&self, s: RawStream) -> Result<usize, DriverCode> {
+        let st = self.st();
+        let cap = st.active_capture_of(s.0).ok_or(DriverCode::STREAM_CAPTURE_INVALIDATED)?;
+        Ok(st.captures.get(&cap).map_or(0, |c| c.nodes.len()))
+    }
+}
 
 /// Graph `g`'s nodes and edges, with the library operation that recorded each node.
 /// Condition-handle resets are left out: they are the simulator's, not nodes of a GPU's graph.
-pub(super) fn graph_snapshot(
-    st: &State,
-    g: RawGraph,
-) -> Result<(RawSnapshot, crate::device::snapshot::NodeOps), DriverCode> {
+fn graph_snapshot(st: &State, g: RawGraph) -> Result<(RawSnapshot, NodeOps), DriverCode> {
     let graph = st.graphs.get(&g.0).ok_or(DriverCode::INVALID_HANDLE)?;
     // Old index -> new index, for the nodes kept.
     let mut index = vec![None; graph.nodes.len()];
@@ -49,7 +65,7 @@ pub(super) fn graph_snapshot(
         index[i] = Some(nodes.len());
         nodes.push(raw);
         let label = graph.labels.get(i).copied().flatten();
-        ops.push(label.and_then(|l| l.site.map(|site| OpSite { op: l.op, site })));
+        ops.push(label.and_then(|l| l.site.map(|site| (l.op, site))));
     }
     let edges = graph
         .edges
@@ -76,7 +92,7 @@ fn kernel(st: &State, name: &str, grid: (u32, u32, u32), block: (u32, u32, u32),
 }
 
 /// The allocation `addr` falls in.
-pub(super) fn locate(st: &State, addr: u64) -> Option<Located> {
+fn locate(st: &State, addr: u64) -> Option<Located> {
     let (base, _) = st.mem.find(addr, 0).ok()?;
     let kind = match st.mem.allocs.get(&base)?.kind {
         AllocKind::Device => MemKind::Device,

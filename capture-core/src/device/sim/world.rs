@@ -14,8 +14,7 @@ use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use super::SimDevice;
-use crate::context::Context;
-use crate::device::coll::{Call, CollNode, Dtype, Op};
+use crate::raw::coll::{Call, CollNode, Dtype, Op};
 
 /// Why a simulated group could not run.
 #[derive(Clone, Debug)]
@@ -131,16 +130,29 @@ fn reduce(parts: &[Vec<u8>], dtype: Dtype, op: Op) -> Result<Vec<u8>, WorldError
         Dtype::I64 => fold!(i64, parts, op, n, add_i64, mul_i64),
         Dtype::U64 => fold!(u64, parts, op, n, add_u64, mul_u64),
         Dtype::U8 => fold!(u8, parts, op, n, add_u8, mul_u8),
-        Dtype::Bf16 => half(parts, op, n, |b| crate::half::Bf16(b).to_f32(), |x| crate::half::Bf16::from_f32(x).0),
+        Dtype::Bf16 => {
+            half(parts, op, n, |b| crate::raw::half::Bf16(b).to_f32(), |x| crate::raw::half::Bf16::from_f32(x).0)
+        }
         // A sum of two halves rounded once, as NCCL computes it for two ranks; with more ranks
         // the simulated device rounds once at the end, NCCL after each step.
-        Dtype::F16 => half(parts, op, n, |b| crate::half::F16(b).to_f32(), |x| crate::half::F16::from_f32(x).0),
+        Dtype::F16 => {
+            half(parts, op, n, |b| crate::raw::half::F16(b).to_f32(), |x| crate::raw::half::F16::from_f32(x).0)
+        }
     })
+}
+
+/// A rank's device as the world sees it: the simulated device behind a context, which a round
+/// of collectives keeps alive while it waits for the other ranks.
+pub(crate) trait RankDevice: Send + Sync {
+    /// The simulated device (`None` on a GPU).
+    fn sim(&self) -> Option<&SimDevice>;
+    /// Another holder of the same device.
+    fn clone_box(&self) -> Box<dyn RankDevice>;
 }
 
 /// One rank's calls in a group, on its device.
 pub(crate) struct RankCalls<'d> {
-    pub ctx: &'d Context,
+    pub ctx: &'d dyn RankDevice,
     pub nodes: Vec<CollNode>,
 }
 
@@ -165,12 +177,15 @@ struct Meeting {
     /// Local communicators alive; the meeting is forgotten when the last is dropped.
     live: usize,
     /// round -> rank -> (its device, its calls).
-    pending: BTreeMap<u64, BTreeMap<usize, (Context, Vec<CollNode>)>>,
+    pending: BTreeMap<u64, BTreeMap<usize, RankRound>>,
     /// round -> (outcome, ranks still to read it).
     done: BTreeMap<u64, (Result<(), WorldError>, usize)>,
     /// (from, to) -> messages sent and not yet received.
     channels: BTreeMap<(usize, usize), std::collections::VecDeque<Message>>,
 }
+
+/// One rank's part of a round: its device (kept alive while the round waits) and its calls.
+type RankRound = (Box<dyn RankDevice>, Vec<CollNode>);
 
 /// A point-to-point message in flight: element count, type, bytes.
 type Message = (usize, Dtype, Vec<u8>);
@@ -286,7 +301,7 @@ fn meet(ranks: &[RankCalls<'_>]) -> Result<(), WorldError> {
         ));
     }
     // Each local rank's link (the same for all of its nodes).
-    let mut links: BTreeMap<usize, std::sync::Arc<crate::device::coll::Link>> = BTreeMap::new();
+    let mut links: BTreeMap<usize, std::sync::Arc<crate::raw::coll::Link>> = BTreeMap::new();
     for n in ranks.iter().flat_map(|r| r.nodes.iter()) {
         if let Some(l) = &n.link {
             links.entry(n.rank).or_insert_with(|| l.clone());
@@ -297,7 +312,7 @@ fn meet(ranks: &[RankCalls<'_>]) -> Result<(), WorldError> {
     }
     let timeout = links.values().map(|l| l.timeout()).min().unwrap_or_default();
     let deadline = started + timeout;
-    let fail = |links: &BTreeMap<usize, std::sync::Arc<crate::device::coll::Link>>| {
+    let fail = |links: &BTreeMap<usize, std::sync::Arc<crate::raw::coll::Link>>| {
         for l in links.values() {
             l.abort();
         }
@@ -320,13 +335,13 @@ fn meet(ranks: &[RankCalls<'_>]) -> Result<(), WorldError> {
         let slot = m.pending.entry(round).or_default();
         for (r, nodes) in &colls {
             for n in nodes {
-                slot.entry(n.rank).or_insert_with(|| (r.ctx.clone(), Vec::new())).1.push(n.clone());
+                slot.entry(n.rank).or_insert_with(|| (r.ctx.clone_box(), Vec::new())).1.push(n.clone());
             }
         }
         if slot.len() == nranks {
             let all = m.pending.remove(&round).unwrap_or_default();
             let calls: Vec<RankCalls<'_>> =
-                all.iter().map(|(_, (ctx, nodes))| RankCalls { ctx, nodes: nodes.clone() }).collect();
+                all.iter().map(|(_, (ctx, nodes))| RankCalls { ctx: ctx.as_ref(), nodes: nodes.clone() }).collect();
             let out = execute(&calls);
             let readers = nranks - links.len();
             if readers > 0 {

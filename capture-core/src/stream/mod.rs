@@ -12,16 +12,37 @@ use crate::context::Context;
 use crate::device::{Backend, DevPtr, LaunchParams, RawStream};
 use crate::error::{CallSite, DriverCode, Error, Result};
 use crate::event::Event;
-use crate::graph::Graph;
-use crate::guard::{AllocRecord, CaptureGuard, CaptureOptions};
+use crate::handle::Handle;
 use crate::interop::DeviceMemory;
 use crate::module::{mismatch, ArgCx, Kernel, KernelArgs, LaunchConfig, MAX_KERNEL_ARGS};
 use crate::registry::Deferred;
-use crate::report::CaptureReport;
+use crate::report::AllocRecord;
 use crate::state::{
-    BeginCapture, Capturing, ContextAccess, Free, Idle, ManagedAlloc, PinnedAlloc, Query, Records, StreamState,
-    SyncAlloc, SyncCopy, Synchronize,
+    Capturing, ContextAccess, Free, Idle, ManagedAlloc, PinnedAlloc, Query, Records, StreamState, SyncAlloc, SyncCopy,
+    Synchronize,
 };
+
+mod capturing;
+mod foreign;
+mod idle;
+
+pub(crate) use idle::spare_stream;
+
+/// Starting a capture: only an idle stream can.
+#[diagnostic::on_unimplemented(
+    message = "this stream is already capturing (`{Self}`)",
+    label = "a stream records one capture at a time",
+    note = "finish the current capture with `guard.finish()` first, or use `fork()` to record work on a second stream into this capture"
+)]
+pub trait BeginCapture: crate::state::sealed::Sealed + StreamState + Sized {
+    #[doc(hidden)]
+    fn as_idle(s: &mut Stream<Self>) -> &mut Stream<Idle>;
+}
+impl BeginCapture for Idle {
+    fn as_idle(s: &mut Stream<Idle>) -> &mut Stream<Idle> {
+        s
+    }
+}
 
 pub(crate) enum Owner {
     /// Created by this crate; destroyed on drop.
@@ -107,8 +128,8 @@ impl<S: StreamState> Stream<S> {
     }
 
     #[inline]
-    fn check_ctx(&self, op: &'static str, what: &'static str, ctx: &Context) -> Result<()> {
-        if self.ctx.same(ctx) {
+    fn check_ctx(&self, op: &'static str, what: &'static str, ctx: &Handle) -> Result<()> {
+        if self.ctx.h.same(ctx) {
             Ok(())
         } else {
             Err(Error::ContextMismatch { op, what })
@@ -152,7 +173,7 @@ impl<S: StreamState> Stream<S> {
         let capture = S::check_live(&self.ext, "Stream::launch")?;
         self.check_ctx("Stream::launch", "kernel", kernel.context())?;
         cfg.validate()?;
-        let cx = ArgCx { ctx: &self.ctx, capture };
+        let cx = ArgCx { ctx: &self.ctx.h, capture };
         let mut slots = [0u64; MAX_KERNEL_ARGS];
         let mut sizes = [0u8; MAX_KERNEL_ARGS];
         let mut classes = [0u8; MAX_KERNEL_ARGS];
@@ -167,7 +188,7 @@ impl<S: StreamState> Stream<S> {
             slots: &mut slots[..n],
         };
         S::before_op(&self.ext, &self.ctx);
-        match self.ctx.inner.launch(kernel.raw, params, self.raw) {
+        match self.ctx.h.inner.launch(kernel.raw, params, self.raw) {
             Ok(()) => {
                 S::on_op(&self.ext, &self.ctx, "Stream::launch", site);
                 Ok(())
@@ -187,7 +208,7 @@ impl<S: StreamState> Stream<S> {
     {
         let site = CallSite::caller();
         let m = buf.mem_ref();
-        m.check(&self.ctx, "Stream::memset_async", "buffer")?;
+        m.check(&self.ctx.h, "Stream::memset_async", "buffer")?;
         self.run("Stream::memset_async", site, |b, s| b.memset_d8_async(DevPtr(m.ptr), byte, m.bytes, s))
     }
 
@@ -204,8 +225,8 @@ impl<S: StreamState> Stream<S> {
     {
         let site = CallSite::caller();
         let (d, r) = (dst.mem_ref(), src.mem_ref());
-        d.check(&self.ctx, "Stream::copy_async", "destination buffer")?;
-        r.check(&self.ctx, "Stream::copy_async", "source buffer")?;
+        d.check(&self.ctx.h, "Stream::copy_async", "destination buffer")?;
+        r.check(&self.ctx.h, "Stream::copy_async", "source buffer")?;
         if d.len != r.len {
             return Err(Error::LengthMismatch { op: "Stream::copy_async", dst: d.len, src: r.len });
         }
@@ -228,7 +249,7 @@ impl<S: StreamState> Stream<S> {
     {
         let site = CallSite::caller();
         let d = dst.mem_ref();
-        d.check(&self.ctx, "Stream::upload_async", "destination buffer")?;
+        d.check(&self.ctx.h, "Stream::upload_async", "destination buffer")?;
         self.check_ctx("Stream::upload_async", "pinned buffer", &src.ctx)?;
         if d.len != src.len {
             return Err(Error::LengthMismatch { op: "Stream::upload_async", dst: d.len, src: src.len });
@@ -253,7 +274,7 @@ impl<S: StreamState> Stream<S> {
         let site = CallSite::caller();
         let r = src.mem_ref();
         self.check_ctx("Stream::download_async", "pinned buffer", &dst.ctx)?;
-        r.check(&self.ctx, "Stream::download_async", "source buffer")?;
+        r.check(&self.ctx.h, "Stream::download_async", "source buffer")?;
         if dst.len != r.len {
             return Err(Error::LengthMismatch { op: "Stream::download_async", dst: dst.len, src: r.len });
         }
@@ -342,7 +363,7 @@ impl<S: StreamState> Stream<S> {
         let bytes = byte_len::<T>(op, len)?;
         self.check_size(op, bytes)?;
         let p = self.run(op, site, |b, _| b.mem_alloc(bytes))?;
-        Ok(DeviceBuffer::from_raw(self.ctx.clone(), p, len))
+        Ok(DeviceBuffer::from_raw(self.ctx.h.clone(), p, len))
     }
 
     /// Allocates a buffer holding a copy of `data`.
@@ -374,7 +395,7 @@ impl<S: StreamState> Stream<S> {
         let site = CallSite::caller();
         let bytes = byte_len::<T>("Stream::alloc_pinned", len)?;
         let p = self.run("Stream::alloc_pinned", site, |b, _| b.host_alloc(bytes))?;
-        let buf = PinnedBuffer::from_raw(self.ctx.clone(), p, len);
+        let buf = PinnedBuffer::from_raw(self.ctx.h.clone(), p, len);
         self.ctx.b().host_zero(p, bytes);
         Ok(buf)
     }
@@ -402,7 +423,7 @@ impl<S: StreamState> Stream<S> {
             return Err(Error::AllocationTooLarge { op, requested: bytes, total, free });
         }
         let p = self.run(op, site, |b, _| b.managed_alloc(bytes))?;
-        let buf = ManagedBuffer { buf: DeviceBuffer::from_raw(self.ctx.clone(), p, len) };
+        let buf = ManagedBuffer { buf: DeviceBuffer::from_raw(self.ctx.h.clone(), p, len) };
         self.ctx.b().host_zero(buf.host_ptr(), bytes);
         // Lives on the GPU; mapped for the CPU, so host access reads it in place.
         self.run(op, site, |b, _| {
@@ -424,7 +445,7 @@ impl<S: StreamState> Stream<S> {
         self.ctx.fail_fast("Stream::upload", CallSite::caller())?;
         let site = CallSite::caller();
         let d = dst.mem_ref();
-        d.check(&self.ctx, "Stream::upload", "buffer")?;
+        d.check(&self.ctx.h, "Stream::upload", "buffer")?;
         if d.len != src.len() {
             return Err(Error::LengthMismatch { op: "Stream::upload", dst: d.len, src: src.len() });
         }
@@ -470,7 +491,7 @@ impl<S: StreamState> Stream<S> {
         site: CallSite,
     ) -> Result<()> {
         let r = src.mem_ref();
-        r.check(&self.ctx, "Stream::download", "buffer")?;
+        r.check(&self.ctx.h, "Stream::download", "buffer")?;
         if dst.len() != r.len {
             return Err(Error::LengthMismatch { op: "Stream::download", dst: dst.len(), src: r.len });
         }
@@ -531,7 +552,7 @@ impl<S: StreamState> Stream<S> {
         self.ctx.fail_fast("Stream::memset_sync", CallSite::caller())?;
         let site = CallSite::caller();
         let m = buf.mem_ref();
-        m.check(&self.ctx, "Stream::memset_sync", "buffer")?;
+        m.check(&self.ctx.h, "Stream::memset_sync", "buffer")?;
         // In stream order, then waited for (see `alloc_zeros_at` for why not cuMemsetD8).
         self.run("Stream::memset_sync", site, |b, s| {
             b.memset_d8_async(DevPtr(m.ptr), byte, m.bytes, s)?;
@@ -626,295 +647,6 @@ impl<S: StreamState> Stream<S> {
             b.mem_free(p)
         })?;
         std::mem::forget(buf);
-        Ok(())
-    }
-
-    /// Starts recording a CUDA graph (Global mode, allocations warned about). Everything
-    /// issued on the guard's stream until [`CaptureGuard::finish`] is recorded, not run.
-    ///
-    /// On a context wrapped from cudarc, cudarc's per-buffer event tracking is off while any
-    /// capture of the context is active, and restored to its previous value when the last
-    /// one ends (finish, drop, `?` or panic): a captured launch must not wait on an event
-    /// recorded before the capture (`CUDA_ERROR_STREAM_CAPTURE_ISOLATION`). cudarc keeps no
-    /// events for a `CudaSlice` allocated while tracking is off, so allocate before
-    /// capturing. A leaked guard (`mem::forget`) leaves tracking off until
-    /// [`Context::end_dangling_captures`] ends its capture.
-    ///
-    /// # Errors
-    /// [`Error::AlreadyCapturing`] if the stream is already capturing (e.g. a cudarc stream
-    /// wrapped twice), [`Error::Driver`].
-    #[track_caller]
-    pub fn capture<'s, 'a>(&'s mut self) -> Result<CaptureGuard<'s, 'a>>
-    where
-        S: BeginCapture,
-    {
-        CaptureGuard::start(S::as_idle(self), CaptureOptions::default(), CallSite::caller())
-    }
-
-    /// [`capture`](Self::capture) with options: capture mode and allocation policy.
-    ///
-    /// # Errors
-    /// As [`capture`](Self::capture).
-    #[track_caller]
-    pub fn capture_with<'s, 'a>(&'s mut self, options: CaptureOptions) -> Result<CaptureGuard<'s, 'a>>
-    where
-        S: BeginCapture,
-    {
-        CaptureGuard::start(S::as_idle(self), options, CallSite::caller())
-    }
-
-    /// Records the work `f` issues into a graph. `f` runs under `catch_unwind`: if it panics,
-    /// the capture is ended and discarded (the stream is idle again) and the panic resumes;
-    /// if it returns an error, the capture is discarded and the error returned.
-    ///
-    /// # Errors
-    /// Whatever `f` returns, and those of [`capture`](Self::capture) and
-    /// [`CaptureGuard::finish`].
-    #[track_caller]
-    pub fn capture_scope<'a, R>(
-        &mut self,
-        options: CaptureOptions,
-        f: impl FnOnce(&mut Stream<Capturing<'a>>) -> Result<R>,
-    ) -> Result<(Graph<'a>, CaptureReport, R)>
-    where
-        S: BeginCapture,
-    {
-        let mut guard = CaptureGuard::start(S::as_idle(self), options, CallSite::caller())?;
-        let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(guard.stream())));
-        match out {
-            Ok(Ok(r)) => {
-                let (g, report) = guard.finish()?;
-                Ok((g, report, r))
-            }
-            Ok(Err(e)) => {
-                drop(guard);
-                Err(e)
-            }
-            Err(panic) => {
-                drop(guard);
-                std::panic::resume_unwind(panic)
-            }
-        }
-    }
-}
-
-impl Stream<Idle> {
-    pub(crate) fn from_parts(ctx: Context, raw: RawStream, owner: Owner) -> Self {
-        Self::with_ext(ctx, raw, owner, ())
-    }
-
-    /// The cudarc stream behind this one, if it was wrapped from cudarc.
-    ///
-    /// A clone of it can issue work behind this crate's back, also during a capture (only the
-    /// idle stream hands it out, but clones live on). Such work is not refused; it is made
-    /// visible: a synchronize or query invalidates the capture and `finish` names the driver
-    /// code; an upload from a `Vec` is listed in
-    /// [`CaptureReport::unpinned_host_copies`]. See the crate docs, chapter 8.
-    pub fn cudarc(&self) -> Option<&Arc<CudaStream>> {
-        match &self.owner {
-            Owner::Cudarc(s) => Some(s),
-            _ => None,
-        }
-    }
-
-    /// Allocates `len` elements in stream order (`cuMemAllocAsync`); contents undefined.
-    ///
-    /// # Errors
-    /// As [`alloc_zeros`](Self::alloc_zeros).
-    #[track_caller]
-    pub fn alloc_async<T: Pod>(&mut self, len: usize) -> Result<DeviceBuffer<T>> {
-        let site = CallSite::caller();
-        let op = "Stream::alloc_async";
-        let bytes = byte_len::<T>(op, len)?;
-        self.check_size(op, bytes)?;
-        let p = self.run(op, site, |b, s| b.mem_alloc_async(bytes, s))?;
-        Ok(DeviceBuffer::from_raw(self.ctx.clone(), p, len))
-    }
-
-    /// Migrates a managed buffer to the GPU ahead of use, in stream order
-    /// (`cuMemPrefetchAsync`).
-    ///
-    /// # Errors
-    /// [`Error::ContextMismatch`], [`Error::Driver`].
-    #[track_caller]
-    pub fn prefetch_to_device<T>(&mut self, buf: &ManagedBuffer<T>) -> Result<()> {
-        let site = CallSite::caller();
-        self.check_ctx("Stream::prefetch_to_device", "buffer", &buf.ctx)?;
-        self.run("Stream::prefetch_to_device", site, |b, s| b.mem_prefetch_async(buf.ptr, buf.num_bytes(), true, s))
-    }
-
-    /// Migrates a managed buffer to host memory, in stream order.
-    ///
-    /// # Errors
-    /// [`Error::ContextMismatch`], [`Error::Driver`].
-    #[track_caller]
-    pub fn prefetch_to_host<T>(&mut self, buf: &ManagedBuffer<T>) -> Result<()> {
-        let site = CallSite::caller();
-        self.check_ctx("Stream::prefetch_to_host", "buffer", &buf.ctx)?;
-        self.run("Stream::prefetch_to_host", site, |b, s| b.mem_prefetch_async(buf.ptr, buf.num_bytes(), false, s))
-    }
-
-    /// A second stream whose work starts after everything queued here so far.
-    ///
-    /// # Errors
-    /// [`Error::Driver`].
-    #[track_caller]
-    pub fn fork(&mut self) -> Result<Stream<Idle>> {
-        let site = CallSite::caller();
-        let raw = spare_stream(&self.ctx)?;
-        let side = Stream::from_parts(self.ctx.clone(), raw, Owner::Pooled);
-        let ev = Event::new(&self.ctx)?;
-        self.run("Stream::fork", site, |b, s| {
-            b.event_record(ev.raw, s)?;
-            b.stream_wait_event(raw, ev.raw)
-        })?;
-        Ok(side)
-    }
-
-    /// Makes later work here wait for everything queued on `side`.
-    ///
-    /// # Errors
-    /// [`Error::ContextMismatch`], [`Error::Driver`].
-    #[track_caller]
-    pub fn join(&mut self, side: Stream<Idle>) -> Result<()> {
-        let site = CallSite::caller();
-        self.check_ctx("Stream::join", "side stream", &side.ctx)?;
-        let ev = Event::new(&self.ctx)?;
-        self.run("Stream::join", site, |b, s| {
-            b.event_record(ev.raw, side.raw)?;
-            b.stream_wait_event(s, ev.raw)
-        })
-    }
-}
-
-pub(crate) fn spare_stream(ctx: &Context) -> Result<RawStream> {
-    match ctx.reg().take_spare_stream() {
-        Some(s) => Ok(s),
-        None => ctx.b().stream_create().map_err(|code| Error::Driver { op: "cuStreamCreate", code }),
-    }
-}
-
-impl<'a> Stream<Capturing<'a>> {
-    /// Allocates `len` elements inside the graph (a memory node). The memory exists while
-    /// the graph runs; use it only in this capture. Counted in the report; refused under
-    /// [`AllocPolicy::Deny`](crate::AllocPolicy::Deny). Freed by
-    /// [`free_async`](Self::free_async), or at the end of the graph if not freed before.
-    ///
-    /// # Errors
-    /// [`Error::AllocationDenied`], [`Error::ZeroSizedAllocation`],
-    /// [`Error::AllocationTooLarge`], [`Error::CaptureEnded`] on a fork whose capture has
-    /// ended (see [`fork`](Self::fork)), [`Error::Driver`].
-    #[track_caller]
-    pub fn alloc_async<T: Pod>(&mut self, len: usize) -> Result<GraphBuffer<T>> {
-        let site = CallSite::caller();
-        let op = "Stream::alloc_async";
-        Capturing::check_live(&self.ext, op)?;
-        if self.ext.borrow().in_body > 0 {
-            return Err(Error::NotInConditionalBody { op, site });
-        }
-        let bytes = byte_len::<T>(op, len)?;
-        self.check_size(op, bytes)?;
-        if self.ext.borrow().policy == crate::guard::AllocPolicy::Deny {
-            return Err(Error::AllocationDenied { op, bytes, site });
-        }
-        let p: DevPtr = self.run(op, site, |b, s| b.mem_alloc_async(bytes, s))?;
-        let mut book = self.ext.borrow_mut();
-        book.allocations.push(AllocRecord { op, bytes, site });
-        book.graph_allocs.push((p, false));
-        Ok(GraphBuffer::new(p, len, book.id))
-    }
-
-    /// Frees graph memory inside the graph (a memory free node).
-    ///
-    /// # Errors
-    /// [`Error::ForeignGraphBuffer`] if it belongs to another capture, [`Error::Driver`].
-    #[track_caller]
-    pub fn free_async<T>(&mut self, mut buf: GraphBuffer<T>) -> Result<()> {
-        let site = CallSite::caller();
-        if self.ext.borrow().in_body > 0 {
-            return Err(Error::NotInConditionalBody { op: "Stream::free_async", site });
-        }
-        let id = self.ext.borrow().id;
-        if buf.capture != id || buf.freed {
-            return Err(Error::ForeignGraphBuffer { buffer_capture: buf.capture, used_in: format!("capture #{id}") });
-        }
-        self.run("Stream::free_async", site, |b, s| b.mem_free_async(buf.ptr, s))?;
-        buf.freed = true;
-        // The live allocation at this address: the driver may hand an address freed earlier
-        // in the capture to a later allocation (seen on the H100), so an earlier entry at the
-        // same address can be one already freed.
-        if let Some(e) = self.ext.borrow_mut().graph_allocs.iter_mut().rev().find(|(p, f)| *p == buf.ptr && !*f) {
-            e.1 = true;
-        }
-        Ok(())
-    }
-
-    /// Forks a second stream into the capture: its work depends on everything recorded here
-    /// so far, and is recorded into the same graph. [`join`](Self::join) it back before
-    /// `finish()`, or the capture fails with [`Error::UnjoinedFork`].
-    ///
-    /// # After the capture ends
-    /// A fork that is not joined can outlive its capture (the guard finished or dropped):
-    /// it is still typed `Stream<Capturing<'a>>`, but it no longer records anything. Every
-    /// operation on it then returns [`Error::CaptureEnded`] without reaching the driver —
-    /// so no work runs eagerly by mistake, and no memory is allocated through it (an
-    /// `alloc_async` would otherwise be an ordinary stream-ordered allocation that its
-    /// [`GraphBuffer`] never frees). Graph memory it allocated while the capture lasted
-    /// belongs to the graph and is freed with it. Dropping the fork returns its stream to
-    /// the context.
-    ///
-    /// This is checked at run time, not in the types, on purpose: tying the fork to a
-    /// borrow of the guard would forbid using the guard (which needs `&mut`) while any
-    /// fork lives — the very thing forks are for — and `finish()` takes the guard by value,
-    /// which no borrow checker can order after the fork's last use without also ending the
-    /// fork's borrow first. The check is one flag read per operation.
-    ///
-    /// # Errors
-    /// [`Error::CaptureEnded`] if this stream's capture has ended; [`Error::Driver`].
-    #[track_caller]
-    pub fn fork(&mut self) -> Result<Stream<Capturing<'a>>> {
-        let site = CallSite::caller();
-        Capturing::check_live(&self.ext, "Stream::fork")?;
-        let raw = spare_stream(&self.ctx)?;
-        let ev = Event::new(&self.ctx)?;
-        let r = self.run("Stream::fork", site, |b, s| {
-            b.event_record(ev.raw, s)?;
-            b.stream_wait_event(raw, ev.raw)
-        });
-        let mut book = self.ext.borrow_mut();
-        book.events.push(ev);
-        if let Err(e) = r {
-            book.pooled.push(raw);
-            return Err(e);
-        }
-        book.forks.push((site, raw, false));
-        drop(book);
-        Ok(Stream::with_ext(self.ctx.clone(), raw, Owner::Pooled, self.ext.clone()))
-    }
-
-    /// Joins a forked stream back: later work here waits for everything recorded on `side`.
-    ///
-    /// # Errors
-    /// [`Error::ContextMismatch`] if `side` belongs to another capture,
-    /// [`Error::CaptureEnded`] if the capture has ended, [`Error::Driver`].
-    #[track_caller]
-    pub fn join(&mut self, side: Stream<Capturing<'a>>) -> Result<()> {
-        let site = CallSite::caller();
-        Capturing::check_live(&self.ext, "Stream::join")?;
-        if !std::rc::Rc::ptr_eq(&self.ext, &side.ext) {
-            return Err(Error::ContextMismatch { op: "Stream::join", what: "forked stream (of another capture)" });
-        }
-        let ev = Event::new(&self.ctx)?;
-        let r = self.run("Stream::join", site, |b, s| {
-            b.event_record(ev.raw, side.raw)?;
-            b.stream_wait_event(s, ev.raw)
-        });
-        let mut book = self.ext.borrow_mut();
-        book.events.push(ev);
-        r?;
-        if let Some(f) = book.forks.iter_mut().find(|f| f.1 == side.raw && !f.2) {
-            f.2 = true;
-        }
         Ok(())
     }
 }

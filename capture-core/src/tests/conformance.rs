@@ -1,5 +1,5 @@
 //! The simulated device against the H100: every cell of the capturability probe
-//! (`docs/probe/h100.tsv`, made by `examples/probe.rs` on an H100) is replayed here on the
+//! (`docs/probe/h100.tsv`, made by `examples/probe/` on an H100) is replayed here on the
 //! simulator, and each column the simulator models must match: the operation's result, the
 //! capture status after it, the end-of-capture result, instantiation, replay, and the
 //! fresh-data verdict. A difference is a bug in the simulator or the probe: fix it, don't
@@ -7,9 +7,9 @@
 
 use std::collections::BTreeSet;
 
-use super::sim::SimDevice;
-use super::{Backend, CaptureMode, CaptureStatus, DevPtr, LaunchParams, RawStream};
-use crate::error::DriverCode;
+use crate::device::sim::SimDevice;
+use crate::device::{Backend, CaptureMode, CaptureStatus, DevPtr, LaunchParams, RawStream};
+use crate::raw::code::DriverCode;
 
 const TSV: &str = include_str!("../../../docs/probe/h100.tsv");
 
@@ -52,8 +52,8 @@ struct Cell {
 
 struct Env<'d> {
     d: &'d SimDevice,
-    incr: super::RawFunction,
-    fill: super::RawFunction,
+    incr: crate::device::RawFunction,
+    fill: crate::device::RawFunction,
     x: DevPtr,
     y: DevPtr,
 }
@@ -61,7 +61,7 @@ struct Env<'d> {
 const N: usize = 256;
 
 impl Env<'_> {
-    fn launch(&self, f: super::RawFunction, s: RawStream, slots: &mut [u64]) -> Result<(), DriverCode> {
+    fn launch(&self, f: crate::device::RawFunction, s: RawStream, slots: &mut [u64]) -> Result<(), DriverCode> {
         self.d.launch(f, LaunchParams { grid: (1, 1, 1), block: (256, 1, 1), shared_mem_bytes: 0, slots }, s)
     }
     fn read_y(&self) -> f32 {
@@ -133,7 +133,7 @@ fn run_cell(op: &str, mode: CaptureMode) -> Option<Cell> {
         }
         "memset_sync" => {
             check = fresh(|e| e.set_y(0.0), |e| e.read_y() != 0.0);
-            d.memset_d8(env.y, 0x40, N * 4)
+            Backend::memset_d8(&d, env.y, 0x40, N * 4)
         }
         "dtoh_sync" => {
             // Into a host array: a replay could only show itself by writing it again.

@@ -1,0 +1,3 @@
+//! Unit tests that span layers: they use the crate's private items from above every layer.
+
+mod conformance;
