@@ -37,9 +37,10 @@ fn small_config() -> tl::Config {
     }
 }
 
-/// A cache holding the keys and values of a `len`-token prompt.
-fn prefilled(llama: &tl::Llama, cfg: &tl::Config, len: usize, device: &Device) -> Result<tl::Cache> {
-    let mut cache = tl::Cache::new(true, DType::F32, cfg, device)?;
+/// A cache holding the keys and values of a `len`-token prompt: a clone of `base`, so that
+/// every cache shares its RoPE tables (as one user's caches do).
+fn prefilled(llama: &tl::Llama, base: &tl::Cache, len: usize, device: &Device) -> Result<tl::Cache> {
+    let mut cache = base.clone();
     let prompt: Vec<u32> = (0..len as u32).map(|i| (i * 37 + 11) % 1000).collect();
     let x = Tensor::new(prompt.as_slice(), device)?.unsqueeze(0)?;
     llama.forward(&x, 0, &mut cache)?;
@@ -62,7 +63,8 @@ fn main() -> Result<()> {
     let cfg = small_config();
     let vars = VarMap::new();
     let llama = tl::Llama::load(VarBuilder::from_varmap(&vars, DType::F32, &device), &cfg)?;
-    let (c1, c2) = (prefilled(&llama, &cfg, p1, &device)?, prefilled(&llama, &cfg, p2, &device)?);
+    let base = tl::Cache::new(true, DType::F32, &cfg, &device)?;
+    let (c1, c2) = (prefilled(&llama, &base, p1, &device)?, prefilled(&llama, &base, p2, &device)?);
     let token = Tensor::new(&[[5u32]], &device)?;
     // Warm up at both positions: kernels loaded, cuBLAS sized, small uploads cached.
     for (c, p) in [(&c1, p1), (&c2, p2)] {

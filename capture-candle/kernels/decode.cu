@@ -387,13 +387,13 @@ __device__ void silu_mul(const typename E::T* in, u32 inter, u64 n, typename E::
 template <typename E> struct Pack;
 template <> struct Pack<F32> {
     static constexpr u32 EL = 4;
-    static __device__ __forceinline__ void unpack(const uint4& v, float* o) {
+    static __device__ __forceinline__ void unpack(const uint4 v, float* o) {
         o[0] = __uint_as_float(v.x); o[1] = __uint_as_float(v.y); o[2] = __uint_as_float(v.z); o[3] = __uint_as_float(v.w);
     }
 };
 template <typename E> struct PackHalf {
     static constexpr u32 EL = 8;
-    static __device__ __forceinline__ void unpack(const uint4& v, float* o) {
+    static __device__ __forceinline__ void unpack(const uint4 v, float* o) {
         const u16* h = reinterpret_cast<const u16*>(&v);
 #pragma unroll
         for (int k = 0; k < 8; ++k) o[k] = E::ld(h, k);

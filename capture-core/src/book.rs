@@ -12,6 +12,7 @@ use crate::device::{CaptureMode, DevPtr, RawStream};
 use crate::error::{CallSite, DriverCode, OpSite};
 use crate::event::Event;
 use crate::instantiate::InstantiateFlags;
+use crate::ptx::KernelSignature;
 use crate::report::AllocRecord;
 
 /// How many operations of a capture a graph keeps, with their call sites, for its picture:
@@ -108,6 +109,9 @@ pub struct CaptureBook {
 pub(crate) struct NodeMarks {
     pub(crate) before: Option<usize>,
     pub(crate) ops: Vec<(usize, usize, OpSite)>,
+    /// The PTX signatures of the kernels launched through this library, one per name: the
+    /// driver gives a parameter's size, the PTX its type.
+    pub(crate) kernels: Vec<KernelSignature>,
 }
 
 impl CaptureBook {

@@ -13,6 +13,7 @@ use crate::book::Book;
 use crate::context::Context;
 use crate::device::RawStream;
 use crate::error::{CallSite, DriverCode, Error, OpSite};
+use crate::module::Kernel;
 
 pub(crate) mod sealed {
     pub trait Sealed {}
@@ -44,6 +45,9 @@ pub trait StreamState: sealed::Sealed {
     /// Called before every operation, after [`check_live`](Self::check_live).
     #[doc(hidden)]
     fn before_op(ext: &Self::Ext, ctx: &Context);
+    /// Called before a kernel launch, with the kernel.
+    #[doc(hidden)]
+    fn note_kernel(ext: &Self::Ext, kernel: &Kernel);
     /// Called after every successful operation.
     #[doc(hidden)]
     fn on_op(ext: &Self::Ext, ctx: &Context, op: &'static str, site: CallSite);
@@ -73,6 +77,8 @@ impl StreamState for Idle {
     }
     #[inline(always)]
     fn before_op(_: &(), _: &Context) {}
+    #[inline(always)]
+    fn note_kernel(_: &(), _: &Kernel) {}
     #[inline]
     fn on_op(_: &(), ctx: &Context, op: &'static str, site: CallSite) {
         if ctx.reg().any_active() {
@@ -100,6 +106,16 @@ impl StreamState for Capturing<'_> {
     #[inline]
     fn capture_id(ext: &Book) -> u64 {
         ext.borrow().id
+    }
+    #[inline(always)]
+    fn note_kernel(ext: &Book, kernel: &Kernel) {
+        let mut b = ext.borrow_mut();
+        if let Some(marks) = &mut b.node_marks {
+            let sig = kernel.signature();
+            if kernel.is_checked() && marks.kernels.iter().all(|k| k.name != sig.name) {
+                marks.kernels.push(sig.clone());
+            }
+        }
     }
     #[inline(always)]
     fn before_op(ext: &Book, ctx: &Context) {

@@ -214,7 +214,17 @@ fn value(p: &ParamValue) -> String {
         (_, 1) => Some(b[0].to_string()),
         _ => None,
     };
-    decoded.unwrap_or_else(|| hex(b))
+    let decoded = decoded.unwrap_or_else(|| hex(b));
+    // Of unknown type, a 4- or 8-byte value may be a float: say so where it reads as one.
+    let float = match (p.ty.is_none(), b.len()) {
+        (true, 4) => arr4().map(|a| f64::from(f32::from_le_bytes(a))),
+        (true, 8) => arr8().map(f64::from_le_bytes),
+        _ => None,
+    };
+    match float.filter(|x| x.is_normal() && (1e-6..1e9).contains(&x.abs())) {
+        Some(x) => format!("{decoded} (as a float: {x})"),
+        None => decoded,
+    }
 }
 
 /// Bytes as hex, the first 32 of them.

@@ -30,9 +30,26 @@ impl Ended<'_, '_> {
         let (Some(graph), Some(report)) = (self.graph, self.report.as_ref()) else {
             return Err(Error::EmptyCapture);
         };
-        let (raw, mut ops) =
+        let (mut raw, mut ops) =
             b.graph_snapshot(graph).map_err(|code| Error::Driver { op: "cuGraphGetNodes (snapshot)", code })?;
         let book = self.guard.book.borrow();
+        if let Some(marks) = &book.node_marks {
+            // A GPU gives parameter sizes; the PTX of a kernel launched through this library
+            // gives their types too.
+            for node in &mut raw.nodes {
+                let crate::device::snapshot::RawNode::Kernel(k) = node else { continue };
+                let (Some(params), Some(sig)) = (&mut k.params, marks.kernels.iter().find(|s| s.name == k.name)) else {
+                    continue;
+                };
+                if sig.params.len() == params.len()
+                    && sig.params.iter().zip(params.iter()).all(|(s, p)| s.bytes == p.bytes.len())
+                {
+                    for (p, s) in params.iter_mut().zip(&sig.params) {
+                        p.ty = Some(s.ty.clone());
+                    }
+                }
+            }
+        }
         if ops.is_empty() {
             // A GPU: the nodes each operation recorded, as the capture noted them.
             ops = vec![None; raw.nodes.len()];

@@ -187,6 +187,7 @@ impl<S: StreamState> Stream<S> {
             shared_mem_bytes: cfg.shared_mem_bytes,
             slots: &mut slots[..n],
         };
+        S::note_kernel(&self.ext, kernel);
         S::before_op(&self.ext, &self.ctx);
         match self.ctx.h.inner.launch(kernel.raw, params, self.raw) {
             Ok(()) => {
