@@ -257,6 +257,14 @@
 //! token — no host round trip per step. The body is a `Stream<Capturing>` like any other.
 //! (Issue #12, first increment: proven on the simulated device; the driver mechanism it uses
 //! was measured on an H100, `docs/probe/conditional.md`.)
+//!
+//! ## 12. Find baked host values while capturing
+//! [`ReplayCheck`] finds a host value frozen into a graph after the fact, by replaying;
+//! [`Stream::capture_diff`] finds it at capture time and names it: it captures a step twice,
+//! with the host inputs changed in between (a position 3, then 7), and compares the two
+//! graphs node by node. Every kernel parameter, pointer offset, copy, size or node that
+//! differs is a place where the host value reached the graph, reported with the operation
+//! and call site that recorded it. See [`diff`].
 
 #![deny(unsafe_code)]
 #![cfg_attr(docsrs, feature(doc_cfg))]

@@ -298,6 +298,34 @@ on_both!(a_step_that_fails_names_its_capture, |ctx: Context| {
     assert_eq!(f.stream.download(&x).unwrap()[0], 1.0);
 });
 
+// A step whose capture is invalidated (a synchronize issued behind the library's back, the
+// way a cudarc call would): a typed error naming capture 1 and the invalidation.
+#[test]
+fn a_capture_that_is_invalidated_names_its_capture() {
+    let ctx = capture_tests::sim();
+    let mut f = Fixture::new(ctx.clone()).unwrap();
+    let sim = ctx.sim().unwrap();
+    let x = f.stream.alloc_zeros::<f32>(N).unwrap();
+    let e = f
+        .stream
+        .capture_diff(
+            CaptureOptions::new(),
+            |g| {
+                g.launch(&f.incr, cfg(), (&x, CFG_N))?;
+                let _ = sim.foreign_synchronize(g);
+                Ok(())
+            },
+            |_| Ok(()),
+        )
+        .unwrap_err();
+    assert!(
+        matches!(&e, Error::DiffCaptureFailed { run: 1, source } if matches!(**source, Error::CaptureInvalidated { .. })),
+        "{e}"
+    );
+    // The stream is idle and usable.
+    f.stream.launch(&f.incr, cfg(), (&x, CFG_N)).unwrap();
+}
+
 // Conditional nodes are listed as not compared, never skipped in silence.
 on_both!(conditional_nodes_are_reported_as_not_compared, |ctx: Context| {
     use capture_core::control::Branch;
