@@ -75,6 +75,11 @@
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
+// Everything here runs on candle's CUDA backend. Without it only the documentation builds:
+// docs.rs has no nvcc, and documents the crate without `cuda` (see the README).
+#[cfg(not(any(feature = "cuda", docsrs)))]
+compile_error!("capture-candle runs on candle's CUDA backend: enable its `cuda` feature (a default feature)");
+
 mod capture;
 pub mod decode;
 mod diff;

@@ -6,8 +6,11 @@
 //! - [`mmap_safetensors`]: weights memory-mapped from disk.
 #![allow(unsafe_code)]
 
-use candle_core::cuda_backend::cudarc::driver::{DevicePtr, LaunchConfig, PushKernelArg};
 use candle_core::{CudaDevice, DType, Device, Shape, Storage, Tensor};
+use cudarc::driver::{DevicePtr, LaunchConfig, PushKernelArg};
+// candle's CUDA backend exists only with the `cuda` feature; without it only the docs build.
+#[cfg(feature = "cuda")]
+use candle_core::cuda_backend::CudaStorageSlice as S;
 
 /// A kernel argument: device pointers travel as `u64` addresses.
 #[derive(Clone, Copy, Debug)]
@@ -28,7 +31,6 @@ pub(crate) fn device_address(t: &Tensor) -> candle_core::Result<u64> {
         candle_core::bail!("capture-candle: a CUDA kernel was given a tensor on {:?}", t.device().location());
     };
     let stream = cs.device.cuda_stream();
-    use candle_core::cuda_backend::CudaStorageSlice as S;
     let base = match &cs.slice {
         S::U8(s) => s.device_ptr(&stream).0,
         S::U32(s) => s.device_ptr(&stream).0,

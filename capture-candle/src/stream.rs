@@ -57,7 +57,7 @@ impl CandleStream {
     }
 
     /// Runs `step` eagerly with candle's host-upload cache on, then waits for it: do this
-    /// once before [`capture`](Self::capture) with the same step, so that what a capture
+    /// once before [`capture_owned`](Self::capture_owned) with the same step, so that what a capture
     /// cannot do (load modules, size cuBLAS's workspace, upload shape parameters from host
     /// memory) is done and cached.
     ///

@@ -346,6 +346,11 @@ pub use validate::{Outputs, ReplayCheck, ReplayCheckReport, Tolerance};
 #[cfg(test)]
 mod tests;
 
+// The README (the crate's page on crates.io) runs as a doc test, so its example stays true.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctest;
+
 /// Items the `#[capturable]` expansion refers to by absolute path. Not public API.
 #[doc(hidden)]
 pub mod __private {

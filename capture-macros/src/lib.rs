@@ -108,6 +108,8 @@
 //! synchronous copy, run once and are missing from the graph. Raw FFI in this crate lives only in
 //! `capture-core`'s raw layer.
 
+#![warn(missing_docs)]
+
 extern crate proc_macro;
 
 mod attr;

@@ -41,7 +41,7 @@ impl KvCache {
         if max_seq > i32::MAX as usize {
             return Err(Error::invalid("max_seq", max_seq, "below 2^31"));
         }
-        if head_dim % 2 != 0 {
+        if !head_dim.is_multiple_of(2) {
             return Err(Error::invalid("head_dim", head_dim, "an even number"));
         }
         if !matches!(dtype, DType::F32 | DType::F16 | DType::BF16) {

@@ -2,8 +2,8 @@
 //! checking nothing itself (the public ops in [`super::ops`] check shapes and types first)
 //! and building the argument list in the kernel's order.
 
-use candle_core::cuda_backend::cudarc::driver::LaunchConfig;
 use candle_core::{CudaDevice, DType, Device, Result, Tensor};
+use cudarc::driver::LaunchConfig;
 
 use crate::raw::{self, device_address, Arg};
 

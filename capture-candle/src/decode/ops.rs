@@ -106,13 +106,13 @@ pub fn qkv_rope_write(
             ),
         ));
     }
-    if rows_total % batch != 0 {
+    if !rows_total.is_multiple_of(batch) {
         return Err(Error::operands(
             OP,
             format!("qkv has {rows_total} token rows, not a multiple of the cache's batch {batch}"),
         ));
     }
-    if q_heads % nk != 0 {
+    if !q_heads.is_multiple_of(nk) {
         return Err(Error::operands(OP, format!("{q_heads} query heads are not a multiple of {nk} key/value heads")));
     }
     if rope.dim() != dim || rope.max_seq() < s {
@@ -188,7 +188,7 @@ pub fn rope(x: &Tensor, heads: usize, table: &RopeTable, pos: &Tensor) -> Result
     let dim = table.dim();
     let batch = pos.elem_count();
     let width = heads * dim;
-    if heads == 0 || batch == 0 || x.elem_count() % (width * batch) != 0 {
+    if heads == 0 || batch == 0 || !x.elem_count().is_multiple_of(width * batch) {
         return Err(Error::operands(
             OP,
             format!("x {:?} must be [batch = {batch}, tokens, {heads} * {dim}]", x.dims()),

@@ -79,7 +79,7 @@ impl RopeTable {
         layout: RopeLayout,
         device: &Device,
     ) -> Result<Self> {
-        if dim == 0 || dim % 2 != 0 || dim > 2048 {
+        if dim == 0 || !dim.is_multiple_of(2) || dim > 2048 {
             return Err(Error::invalid("rope head dim", dim, "an even number from 2 to 2048"));
         }
         if max_seq == 0 || max_seq > u32::MAX as usize / 2 {

@@ -214,7 +214,7 @@ impl Config {
         pos("num_attention_heads", self.num_attention_heads)?;
         pos("num_key_value_heads", self.num_key_value_heads)?;
         pos("vocab_size", self.vocab_size)?;
-        if self.num_attention_heads % self.num_key_value_heads != 0
+        if !self.num_attention_heads.is_multiple_of(self.num_key_value_heads)
             || self.num_attention_heads / self.num_key_value_heads > 16
         {
             return Err(unsupported(
@@ -223,7 +223,7 @@ impl Config {
                 "a divisor of num_attention_heads, at most 16 query heads per key/value head",
             ));
         }
-        if self.head_dim == 0 || self.head_dim % 8 != 0 || self.head_dim > 256 {
+        if self.head_dim == 0 || !self.head_dim.is_multiple_of(8) || self.head_dim > 256 {
             return Err(unsupported("head_dim", self.head_dim, "a multiple of 8 up to 256"));
         }
         if !(self.rms_norm_eps.is_finite() && self.rms_norm_eps > 0.0) {
