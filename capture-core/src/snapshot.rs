@@ -60,7 +60,7 @@ pub(crate) fn locate(
             return Some(Target::Graph { alloc_node, offset: addr - p });
         }
         let l = find(addr)?;
-        let offset = addr - l.base;
+        let offset = addr.saturating_sub(l.base);
         Some(match l.kind {
             MemKind::Device | MemKind::Graph => Target::Device { base: l.base, offset },
             MemKind::Pinned => Target::Pinned { base: l.base, offset },
