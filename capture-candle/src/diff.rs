@@ -92,13 +92,7 @@ impl CandleStream {
         let (a, r1, u1) = self.capture_snapshot(options, &mut step).map_err(fail(1))?;
         between()?;
         let (b, r2, u2) = self.capture_snapshot(options, &mut step).map_err(fail(2))?;
-        let mut diff = capture_core::diff::diff(&a, &b);
-        diff.ran_eagerly = r1
-            .ran_eagerly
-            .iter()
-            .map(|o| (1, o.clone()))
-            .chain(r2.ran_eagerly.iter().map(|o| (2, o.clone())))
-            .collect();
+        let diff = capture_core::diff::diff(&a, &b).with_reports(&r1, &r2);
         Ok(CandleDiff { diff, reports: [r1, r2], unfreed: [u1, u2] })
     }
 

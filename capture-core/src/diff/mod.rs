@@ -246,7 +246,8 @@ pub struct CaptureDiff {
     /// Work issued on another stream while a capture was open (capture 1 or 2, and the
     /// operation): it ran once, then, and is in neither graph — an upload served once that
     /// no graph can show ([`CaptureReport::ran_eagerly`](crate::CaptureReport::ran_eagerly)).
-    /// Filled by [`Stream::capture_diff`]; [`diff`] of two snapshots leaves it empty.
+    /// Filled by [`Stream::capture_diff`] and [`with_reports`](Self::with_reports); [`diff`]
+    /// of two snapshots leaves it empty.
     pub ran_eagerly: Vec<(u8, OpSite)>,
 }
 
@@ -255,6 +256,16 @@ impl CaptureDiff {
     /// (of those the two captures' inputs exercised), and nothing was left uncompared.
     pub fn is_clean(&self) -> bool {
         self.differences.is_empty() && self.not_compared.is_empty() && self.ran_eagerly.is_empty()
+    }
+
+    /// Adds the work the two captures' reports say ran eagerly on another stream
+    /// ([`ran_eagerly`](Self::ran_eagerly)): for a diff made of two snapshots by [`diff`].
+    pub fn with_reports(mut self, first: &crate::report::CaptureReport, second: &crate::report::CaptureReport) -> Self {
+        let tagged = |run: u8, r: &crate::report::CaptureReport| -> Vec<(u8, OpSite)> {
+            r.ran_eagerly.iter().map(|o| (run, o.clone())).collect()
+        };
+        self.ran_eagerly = [tagged(1, first), tagged(2, second)].concat();
+        self
     }
 
     /// The differences of one cause.
@@ -330,10 +341,7 @@ impl Stream<Idle> {
         let (first, r1) = self.capture_snapshot(options, &mut step).map_err(fail(1))?;
         between(self)?;
         let (second, r2) = self.capture_snapshot(options, &mut step).map_err(fail(2))?;
-        let mut out = diff(&first, &second);
-        out.ran_eagerly =
-            r1.ran_eagerly.into_iter().map(|o| (1, o)).chain(r2.ran_eagerly.into_iter().map(|o| (2, o))).collect();
-        Ok(out)
+        Ok(diff(&first, &second).with_reports(&r1, &r2))
     }
 
     /// One capture of `step`, described node by node (see

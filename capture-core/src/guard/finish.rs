@@ -152,6 +152,17 @@ impl<'s, 'a> CaptureGuard<'s, 'a> {
             .map_err(|code| Error::Driver { op: "cuGraphInstantiateWithParams", code })
     }
 
+    /// Gives `graph` this capture's report figures and book (operations, collectives,
+    /// communicators), after its executable graph was brought up to date.
+    fn adopt(&self, graph: &mut Graph<'a>, report: &CaptureReport) {
+        graph.nodes = report.nodes;
+        graph.capture_id = report.capture_id;
+        graph.ops = std::mem::take(&mut self.book.borrow_mut().trace);
+        graph.ops_total = report.operations;
+        graph.collectives = self.book.borrow().collectives;
+        graph.comm_links = self.book.borrow().comm_links.clone();
+    }
+
     /// Ends the capture and updates `graph` to replay the new recording: in place
     /// (`cuGraphExecUpdate`) when the topology is unchanged (e.g. only a kernel parameter
     /// changed) — much cheaper than instantiating — otherwise by instantiating anew.
@@ -195,12 +206,7 @@ impl<'s, 'a> CaptureGuard<'s, 'a> {
                 if let Err(code) = b.graph_destroy(old) {
                     log::error!("capture-core: destroying the replaced graph failed: {code}");
                 }
-                graph.nodes = report.nodes;
-                graph.capture_id = report.capture_id;
-                graph.ops = std::mem::take(&mut self.book.borrow_mut().trace);
-                graph.ops_total = report.operations;
-                graph.collectives = self.book.borrow().collectives;
-                graph.comm_links = self.book.borrow().comm_links.clone();
+                self.adopt(graph, &report);
                 Ok((GraphUpdate::InPlace, report))
             }
             Ok(false) | Err(_) => {
@@ -228,12 +234,7 @@ impl<'s, 'a> CaptureGuard<'s, 'a> {
                 if let Err(code) = b.graph_exec_destroy(old_exec).and_then(|()| b.graph_destroy(old_graph)) {
                     log::error!("capture-core: destroying the replaced graph failed: {code}");
                 }
-                graph.nodes = report.nodes;
-                graph.capture_id = report.capture_id;
-                graph.ops = std::mem::take(&mut self.book.borrow_mut().trace);
-                graph.ops_total = report.operations;
-                graph.collectives = self.book.borrow().collectives;
-                graph.comm_links = self.book.borrow().comm_links.clone();
+                self.adopt(graph, &report);
                 Ok((GraphUpdate::Reinstantiated, report))
             }
         }
