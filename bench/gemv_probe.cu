@@ -11,12 +11,17 @@
 //       swept 256/512/1024 threads x 4/8/16 loads x hint; these are its best); the best per
 //       shape;
 //   (c) cuBLAS (cublasGemmEx, bf16 in and out, f32 compute, n = batch: 1 and 8);
-//   (d) capture-candle's GEMV now (kernels/decode.cu `gemv_bf16`), launched as gpu.rs
-//       launches it (the same rule, restated below), with the fused prologue/epilogue of
-//       each shape; also swept over block size and ks, and taken apart (DIAG: no staging,
-//       no arithmetic, neither) to show where the time over (b) goes.
-// Then the layer's four projections x 16 layers in one graph.
-// Correctness: (d) (rule and every swept configuration) against (a) and a CPU reference
+//   (d) capture-candle's GEMV now (kernels/decode.cu `gemv_bf16`, and `gemv_glu_bf16` for
+//       the gate/up projection with SwiGLU fused in), launched as gpu.rs launches it (the
+//       same rule, restated below), with the fused prologue/epilogue of each shape; also
+//       swept over block size and ks, and taken apart (DIAG: no staging, no arithmetic,
+//       neither) to show where the time over (b) goes;
+//   (p) the GEMV of run 5 (bench/gemv_run5.cuh, decode.cu at c32214c), the baseline of the
+//       one-round staging and the GLU epilogue.
+// Then the layer's four projections x 16 layers in one graph, at batch 1 and 2: the MLP as
+// run 5 ran it (gate/up, then down with the SwiGLU prologue) and as the step runs it now
+// (gate/up with SwiGLU fused in, then down on its output).
+// Correctness: (d) (rule and every swept configuration) against (a), (p) and a CPU reference
 // (double) on fresh random data at every shape, M = 1 and 2, outputs poisoned first; f16 and
 // f32 (d) against (a) and the reference at the o shape in all three modes.
 //
@@ -38,6 +43,7 @@
 
 #include "../capture-candle/kernels/decode.cu"
 #include "gemv_old.cuh"
+#include "gemv_run5.cuh"
 
 #define CK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { printf("CUDA %s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e_)); exit(1); } } while (0)
 #define CB(x) do { cublasStatus_t s_ = (x); if (s_ != CUBLAS_STATUS_SUCCESS) { printf("cuBLAS %s:%d %d\n", __FILE__, __LINE__, (int)s_); exit(1); } } while (0)
@@ -92,7 +98,15 @@ template <u32 DIAG>
 __global__ void __launch_bounds__(GEMV_MAX_THREADS, GEMV_MIN_BLOCKS) gemv_diag_bf16(
     const u16* x, const u16* W, u32 M, u32 N, u32 K, u32 mode, const u16* nw, float eps, const u16* residual, u16* y,
     u32 ks, unsigned long long* amax) {
-    gemv<BF16, DIAG>(x, W, M, N, K, mode, nw, eps, residual, y, ks, amax);
+    gemv<BF16, false, DIAG>(x, W, M, N, K, mode, nw, eps, residual, y, ks, amax);
+}
+// The GLU kernel taken apart the same way, with the plain kernel's signature (residual and
+// amax unused).
+template <u32 DIAG>
+__global__ void __launch_bounds__(GEMV_MAX_THREADS, GEMV_MIN_BLOCKS) gemv_glu_diag_bf16(
+    const u16* x, const u16* W, u32 M, u32 N, u32 K, u32 mode, const u16* nw, float eps, const u16*, u16* y,
+    u32 ks, unsigned long long*) {
+    gemv<BF16, true, DIAG>(x, W, M, N, K, mode, nw, eps, nullptr, y, ks, nullptr);
 }
 
 __global__ void bf16_to_f32(const u16* a, float* b, u64 n) {
@@ -171,16 +185,21 @@ static Timing time_graph(int nodes, const std::function<void(int)>& launch) {
     return {t[3], t[0], t[6]};
 }
 
-struct Shape { const char* name; u32 N, K, mode; bool residual, amax; int nodes; };
+// glu: the gate/up projection with SwiGLU fused in (gemv_glu_bf16): N outputs from 2N
+// weight rows. base: the shape whose floor and cuBLAS times stand for this one (same bytes).
+struct Shape { const char* name; u32 N, K, mode; bool residual, amax; int nodes; bool glu; int base; };
 static const Shape shapes[] = {
-    {"qkv (RMSNorm)", 3072, 2048, 1, false, false, 16},
-    {"o (+residual)", 2048, 2048, 0, true, false, 16},
-    {"down (SwiGLU, +residual)", 2048, 8192, 2, true, false, 16},
-    {"gate/up (RMSNorm)", 16384, 2048, 1, false, false, 16},
-    {"lm head (RMSNorm, argmax)", 128256, 2048, 1, false, true, 2},
+    {"qkv (RMSNorm)", 3072, 2048, 1, false, false, 16, false, 0},
+    {"o (+residual)", 2048, 2048, 0, true, false, 16, false, 1},
+    {"down (SwiGLU, +residual)", 2048, 8192, 2, true, false, 16, false, 2},
+    {"gate/up (RMSNorm)", 16384, 2048, 1, false, false, 16, false, 3},
+    {"lm head (RMSNorm, argmax)", 128256, 2048, 1, false, true, 2, false, 4},
     // Diagnostics: the qkv and o shapes with no prologue and no residual (floor, cuBLAS: as above).
-    {"qkv shape, plain", 3072, 2048, 0, false, false, 16},
-    {"o shape, plain", 2048, 2048, 0, false, false, 16},
+    {"qkv shape, plain", 3072, 2048, 0, false, false, 16, false, 0},
+    {"o shape, plain", 2048, 2048, 0, false, false, 16, false, 1},
+    // The MLP as the step now runs it: gate/up with SwiGLU fused in, then down on its output.
+    {"gate/up GLU (RMSNorm)", 8192, 2048, 1, false, false, 16, true, 3},
+    {"down (+residual), x SwiGLU'd", 2048, 8192, 0, true, false, 16, false, 2},
 };
 static const int NS = sizeof(shapes) / sizeof(shapes[0]);
 
@@ -208,25 +227,33 @@ static Cfg old_cfg(u32 n, u32 k, u32 elsize) {
     return {256, ks, std::min((n + rpb - 1) / rpb, 264u)};
 }
 // (d): gpu.rs's launch of the new kernel (kept in step with capture-candle/src/decode/gpu.rs).
-static Cfg new_cfg(u32 n, u32 k, u32 elsize) {
+static Cfg new_cfg(u32 n, u32 k, u32 elsize, bool glu = false) {
+    const u32 kr = glu ? 2 * k : k;  // a row as the warps stream it
     const u32 threads = k >= 4096 ? 512 : 256;
-    const u32 steps = (k + 32 * (16 / elsize) - 1) / (32 * (16 / elsize));
+    const u32 steps = (kr + 32 * (16 / elsize) - 1) / (32 * (16 / elsize));
     u32 ks = 1;
     while (ks < 8 && n * ks < 3072 && steps / (ks * 2) >= 4) ks *= 2;
     const u32 rows = threads / 32 / ks, groups = (n + rows - 1) / rows;
     return {threads, ks, std::max(1u, std::min(groups, 132u * (1024 / threads)))};
 }
 // A swept configuration: the grid fills the GPU (occupancy from the runtime).
-static Cfg sweep_cfg(const void* f, u32 n, u32 M, u32 k, u32 threads, u32 ks) {
+static u32 smem_bytes(u32 M, u32 k, u32) { return M * k * 2; }
+static Cfg sweep_cfg(const void* f, u32 n, u32 M, u32 k, u32 threads, u32 ks, u32 mode) {
     int occ = 0;
-    CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, f, threads, M * k * 2));
+    CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, f, threads, smem_bytes(M, k, mode)));
     const u32 rows = threads / 32 / ks, groups = (n + rows - 1) / rows;
     return {threads, ks, std::min(groups, (u32)(occ * g_sms))};
 }
 
 typedef void (*GemvBf16)(const u16*, const u16*, u32, u32, u32, u32, const u16*, float, const u16*, u16*, u32, ull*);
+// For a GLU shape, gemv_bf16 stands for gemv_glu_bf16 (the kernel the step launches).
 static void launch_gemv(GemvBf16 f, const Cfg& c, const Shape& sh, u32 M, const u16* W, u16* y, ull* amax) {
-    f<<<c.grid, c.threads, M * sh.K * 2, g_s>>>(B.x, W, M, sh.N, sh.K, sh.mode, sh.mode == 1 ? B.nw : nullptr, 1e-5f,
+    if (sh.glu && f == gemv_bf16) {
+        gemv_glu_bf16<<<c.grid, c.threads, smem_bytes(M, sh.K, sh.mode), g_s>>>(B.x, W, M, sh.N, sh.K, sh.mode,
+                                                                                sh.mode == 1 ? B.nw : nullptr, 1e-5f, y, c.ks);
+        return;
+    }
+    f<<<c.grid, c.threads, smem_bytes(M, sh.K, sh.mode), g_s>>>(B.x, W, M, sh.N, sh.K, sh.mode, sh.mode == 1 ? B.nw : nullptr, 1e-5f,
                                                sh.residual ? B.res : nullptr, y, c.ks, amax);
 }
 
@@ -268,6 +295,13 @@ static std::vector<double> cpu_ref(const Shape& sh, u32 M, const std::vector<flo
             const float* fm = &f[(size_t)m * K];
             const float* wn = &W[(size_t)n * K];
             for (u32 k = 0; k < K; ++k) acc += (double)wn[k] * fm[k];
+            if (sh.glu) {  // gate row n (above) and up row N + n, each rounded, then SwiGLU
+                double up = 0;
+                const float* wu = &W[(size_t)(N + n) * K];
+                for (u32 k = 0; k < K; ++k) up += (double)wu[k] * fm[k];
+                const double g = rt((float)acc), u = rt((float)up);
+                acc = g / (1.0 + exp(-g)) * u;
+            }
             if (sh.residual) acc += res[(size_t)m * N + n];
             r[(size_t)m * N + n] = acc;
         }
@@ -363,7 +397,7 @@ int main(int argc, char** argv) {
     u64 seed = 100;
     for (const Shape& sh : shapes) {
         if (check_only && sh.N > 20000) continue;
-        const std::vector<float> Wf = bf_vec(d2h(B.W, (size_t)sh.N * sh.K)), nwf = bf_vec(d2h(B.nw, sh.K));
+        const std::vector<float> Wf = bf_vec(d2h(B.W, (size_t)(sh.glu ? 2 : 1) * sh.N * sh.K)), nwf = bf_vec(d2h(B.nw, sh.K));
         for (u32 M : {1u, 2u}) {
             const u32 xk = sh.mode == 2 ? 2 * sh.K : sh.K;
             fill(B.x, (u64)M * xk, ++seed, sh.mode == 2 ? -3.f : -1.f, sh.mode == 2 ? 3.f : 1.f);
@@ -377,24 +411,31 @@ int main(int argc, char** argv) {
                 out = d2h(B.y, (size_t)M * sh.N);
                 CK(cudaMemcpy(am, B.amax, 64, cudaMemcpyDeviceToHost));
             };
-            std::vector<u16> ya, yd;
-            ull am_a[8], am_d[8];
-            run(gemv_old_bf16, old_cfg(sh.N, sh.K, 2), ya, am_a);
-            const std::vector<float> yaf = bf_vec(ya);
-            Err ea = check(yaf, r, 1.0 / 128);
-            total_bad += ea.bad;
-            const Cfg nc = new_cfg(sh.N, sh.K, 2);
+            std::vector<u16> ya, yp, yd;
+            ull am_a[8], am_p[8], am_d[8];
+            const Cfg nc = new_cfg(sh.N, sh.K, 2, sh.glu);
             run(gemv_bf16, nc, yd, am_d);
             const std::vector<float> ydf = bf_vec(yd);
             Err ed = check(ydf, r, 1.0 / 128);
             total_bad += ed.bad;
-            u64 same = 0;
-            double dmax = 0;
-            for (size_t i = 0; i < yd.size(); ++i) { same += yd[i] == ya[i]; dmax = std::max(dmax, (double)fabs(ydf[i] - yaf[i])); }
-            printf("%-26s M=%u (a) max abs %.3g rel %.3g, bad %llu | (d) [%u thr, ks %u, grid %u] max abs %.3g rel %.3g, bad %llu "
-                   "(unwritten %llu) | (d) == (a) bitwise %llu/%zu, max |d-a| %.3g\n",
-                   sh.name, M, ea.max_abs, ea.max_rel, (ull)ea.bad, nc.threads, nc.ks, nc.grid, ed.max_abs, ed.max_rel, (ull)ed.bad,
-                   (ull)ed.unwritten, (ull)same, yd.size(), dmax);
+            if (sh.glu) {  // no earlier kernel computes this: (d) against the reference only
+                ya = yd;
+                memcpy(am_a, am_d, sizeof am_a);
+                printf("%-26s M=%u (d) [%u thr, ks %u, grid %u] max abs %.3g rel %.3g, bad %llu (unwritten %llu)\n", sh.name, M,
+                       nc.threads, nc.ks, nc.grid, ed.max_abs, ed.max_rel, (ull)ed.bad, (ull)ed.unwritten);
+            } else {
+                run(gemv_old_bf16, old_cfg(sh.N, sh.K, 2), ya, am_a);
+                run(gemv_run5_bf16, new_cfg(sh.N, sh.K, 2), yp, am_p);
+                Err ea = check(bf_vec(ya), r, 1.0 / 128), ep = check(bf_vec(yp), r, 1.0 / 128);
+                total_bad += ea.bad + ep.bad;
+                u64 same = 0, same_p = 0;
+                for (size_t i = 0; i < yd.size(); ++i) { same += yd[i] == ya[i]; same_p += yd[i] == yp[i]; }
+                printf("%-26s M=%u (a) max rel %.3g, bad %llu | (p) max rel %.3g, bad %llu | (d) [%u thr, ks %u, grid %u] max abs %.3g "
+                       "rel %.3g, bad %llu (unwritten %llu) | (d) == (a) bitwise %llu/%zu, (d) == (p) bitwise %llu/%zu\n",
+                       sh.name, M, ea.max_rel, (ull)ea.bad, ep.max_rel, (ull)ep.bad, nc.threads, nc.ks, nc.grid, ed.max_abs,
+                       ed.max_rel, (ull)ed.bad, (ull)ed.unwritten, (ull)same, yd.size(), (ull)same_p, yd.size());
+            }
+            const std::vector<float> yaf = bf_vec(ya);
             if (sh.amax)
                 for (u32 m = 0; m < M; ++m) {
                     const u32 ia = 0xffffffffu - (u32)(am_a[m] & 0xffffffffu), id = 0xffffffffu - (u32)(am_d[m] & 0xffffffffu);
@@ -406,7 +447,7 @@ int main(int argc, char** argv) {
             u64 bad = 0, n = 0;
             double wr = 0;
             for (auto [t, ks] : sweep) {
-                const Cfg c = sweep_cfg((const void*)gemv_bf16, sh.N, M, sh.K, t, ks);
+                const Cfg c = sweep_cfg(sh.glu ? (const void*)gemv_glu_bf16 : (const void*)gemv_bf16, sh.N, M, sh.K, t, ks, sh.mode);
                 std::vector<u16> ys;
                 ull am[8];
                 run(gemv_bf16, c, ys, am);
@@ -493,17 +534,18 @@ int main(int argc, char** argv) {
 
     // ----------------------------- timing ----------------------------------------------
     printf("\n## timing (us per node: median of 7 x 30 replays of a 16-node graph; [min, max] of the 7)\n");
-    struct Row { double a = 0, a2 = 0, b = 0, c1 = 0, c8 = 0, d = 0, d2 = 0, dm2 = 0, am2 = 0, diag[4] = {0, 0, 0, 0};
-                 std::string bname, sweepbest, sweepbest2; double sweepus = 1e30, sweepus2 = 1e30; };
+    struct Row { double a = 0, a2 = 0, p = 0, p2 = 0, b = 0, c1 = 0, c8 = 0, d = 0, d2 = 0, dm2 = 0, am2 = 0, pm2 = 0,
+                 diag[4] = {0, 0, 0, 0}, l1w = 0, staged = 0; std::string bname, sweepbest, sweepbest2; double sweepus = 1e30, sweepus2 = 1e30; };
     std::vector<Row> rows(NS);
     std::vector<std::pair<const FloorVariant*, u32>> fbest(NS, {nullptr, 0});
+    auto wel = [](const Shape& sh) { return (u64)(sh.glu ? 2 : 1) * sh.N * sh.K; };  // weight elements
     for (int si = 0; si < NS; ++si) {
         const Shape& sh = shapes[si];
         Row& R = rows[si];
-        const u64 el = (u64)sh.N * sh.K;
+        const u64 el = wel(sh);
         auto Wi = [&](int i) { return B.W + (u64)i * el; };
         ull* am = sh.amax ? B.amax : nullptr;
-        if (si < 5) {
+        if (sh.base == si) {
             double bb = 1e30;
             for (auto& fv : floor_variants) {
                 const u64 n16 = el * 2 / 16;
@@ -521,21 +563,32 @@ int main(int argc, char** argv) {
             R.c1 = time_graph(sh.nodes, [&](int i) { launch_cublas(h, sh, 1, Wi(i), B.y); }).med;
             R.c8 = time_graph(sh.nodes, [&](int i) { launch_cublas(h, sh, 8, Wi(i), B.y); }).med;
         } else {
-            R.b = rows[si - 5].b; R.c1 = rows[si - 5].c1; R.c8 = rows[si - 5].c8; R.bname = rows[si - 5].bname;
+            const Row& S = rows[sh.base];
+            R.b = S.b; R.c1 = S.c1; R.c8 = S.c8; R.bname = S.bname;
         }
-        const Cfg co = old_cfg(sh.N, sh.K, 2), cn = new_cfg(sh.N, sh.K, 2);
-        Timing ta = time_graph(sh.nodes, [&](int i) { launch_gemv(gemv_old_bf16, co, sh, 1, Wi(i), B.y, am); });
+        const Cfg co = old_cfg(sh.N, sh.K, 2), cn = new_cfg(sh.N, sh.K, 2, sh.glu), cp = new_cfg(sh.N, sh.K, 2);
         Timing td = time_graph(sh.nodes, [&](int i) { launch_gemv(gemv_bf16, cn, sh, 1, Wi(i), B.y, am); });
-        R.a = ta.med; R.d = td.med;
-        printf("%s: (a) %.2f [%.2f, %.2f]  (d) %.2f [%.2f, %.2f]  (b) %.2f  (c) %.2f / %.2f (n=1/8)\n", sh.name, ta.med, ta.lo, ta.hi,
-               td.med, td.lo, td.hi, R.b, R.c1, R.c8);
-        R.am2 = time_graph(sh.nodes, [&](int i) { launch_gemv(gemv_old_bf16, co, sh, 2, Wi(i), B.y, am); }).med;
+        R.d = td.med;
         R.dm2 = time_graph(sh.nodes, [&](int i) { launch_gemv(gemv_bf16, cn, sh, 2, Wi(i), B.y, am); }).med;
+        if (!sh.glu) {
+            R.a = time_graph(sh.nodes, [&](int i) { launch_gemv(gemv_old_bf16, co, sh, 1, Wi(i), B.y, am); }).med;
+            R.p = time_graph(sh.nodes, [&](int i) { launch_gemv(gemv_run5_bf16, cp, sh, 1, Wi(i), B.y, am); }).med;
+            R.am2 = time_graph(sh.nodes, [&](int i) { launch_gemv(gemv_old_bf16, co, sh, 2, Wi(i), B.y, am); }).med;
+            R.pm2 = time_graph(sh.nodes, [&](int i) { launch_gemv(gemv_run5_bf16, cp, sh, 2, Wi(i), B.y, am); }).med;
+        }
+        printf("%s: (a) %.2f  (p) %.2f  (d) %.2f [%.2f, %.2f]  (b) %.2f  (c) %.2f / %.2f (n=1/8)\n", sh.name, R.a, R.p, td.med, td.lo,
+               td.hi, R.b, R.c1, R.c8);
         const GemvBf16 diag[4] = {gemv_bf16, gemv_diag_bf16<1>, gemv_diag_bf16<2>, gemv_diag_bf16<3>};
-        for (int k = 1; k < 4; ++k) R.diag[k] = time_graph(sh.nodes, [&](int i) { launch_gemv(diag[k], cn, sh, 1, Wi(i), B.y, am); }).med;
+        const GemvBf16 diag_glu[4] = {gemv_bf16, gemv_glu_diag_bf16<1>, gemv_glu_diag_bf16<2>, gemv_glu_diag_bf16<3>};
+        for (int k = 1; k < 4; ++k)
+            R.diag[k] = time_graph(sh.nodes, [&](int i) { launch_gemv(sh.glu ? diag_glu[k] : diag[k], cn, sh, 1, Wi(i), B.y, am); }).med;
+        // The weights loaded through L1 (DIAG 4), and f(x) staged in shared memory (DIAG 8; modes 0 and 1).
+        R.l1w = time_graph(sh.nodes, [&](int i) { launch_gemv(sh.glu ? gemv_glu_diag_bf16<4> : gemv_diag_bf16<4>, cn, sh, 1, Wi(i), B.y, am); }).med;
+        if (sh.mode == 0 && !sh.glu)
+            R.staged = time_graph(sh.nodes, [&](int i) { launch_gemv(gemv_diag_bf16<8>, cn, sh, 1, Wi(i), B.y, am); }).med;
         for (u32 M : {1u, 2u})
             for (auto [t, ks] : sweep) {
-                const Cfg c = sweep_cfg((const void*)gemv_bf16, sh.N, M, sh.K, t, ks);
+                const Cfg c = sweep_cfg(sh.glu ? (const void*)gemv_glu_bf16 : (const void*)gemv_bf16, sh.N, M, sh.K, t, ks, sh.mode);
                 const double us = time_graph(sh.nodes, [&](int i) { launch_gemv(gemv_bf16, c, sh, M, Wi(i), B.y, am); }).med;
                 if (verbose) printf("sweep %s (d) M=%u %u threads ks %u grid %u: %.2f us\n", sh.name, M, t, ks, c.grid, us);
                 double& bu = M == 1 ? R.sweepus : R.sweepus2;
@@ -544,58 +597,82 @@ int main(int argc, char** argv) {
             }
         printf("[%.1f s] %s done\n", wall() - g_t0, sh.name);
     }
-    // Second measurement of (a), (b), (d), after everything else: the spread between the two
+    // Second measurement of (a), (p), (d), after everything else: the spread between the two
     // is the noise to judge differences by.
     for (int si = 0; si < NS; ++si) {
         const Shape& sh = shapes[si];
-        const u64 el = (u64)sh.N * sh.K;
+        const u64 el = wel(sh);
         auto Wi = [&](int i) { return B.W + (u64)i * el; };
         ull* am = sh.amax ? B.amax : nullptr;
-        const Cfg co = old_cfg(sh.N, sh.K, 2), cn = new_cfg(sh.N, sh.K, 2);
-        rows[si].a2 = time_graph(sh.nodes, [&](int i) { launch_gemv(gemv_old_bf16, co, sh, 1, Wi(i), B.y, am); }).med;
+        const Cfg co = old_cfg(sh.N, sh.K, 2), cn = new_cfg(sh.N, sh.K, 2, sh.glu), cp = new_cfg(sh.N, sh.K, 2);
+        if (!sh.glu) {
+            rows[si].a2 = time_graph(sh.nodes, [&](int i) { launch_gemv(gemv_old_bf16, co, sh, 1, Wi(i), B.y, am); }).med;
+            rows[si].p2 = time_graph(sh.nodes, [&](int i) { launch_gemv(gemv_run5_bf16, cp, sh, 1, Wi(i), B.y, am); }).med;
+        }
         rows[si].d2 = time_graph(sh.nodes, [&](int i) { launch_gemv(gemv_bf16, cn, sh, 1, Wi(i), B.y, am); }).med;
     }
-    printf("\n## summary, batch 1 (us per node, TB/s = weight bytes / time; two measurements of (a) and (d))\n");
-    printf("| shape | MB | (a) old GEMV | (b) floor | (c) cuBLAS | (d) new GEMV | d/b | a/d | (d) config | best swept (d) | (b) config |\n|---|---|---|---|---|---|---|---|---|---|---|\n");
+    printf("\n## summary, batch 1 (us per node, TB/s = weight bytes / time; two measurements of (a), (p) and (d))\n");
+    printf("| shape | MB | (a) old GEMV | (p) run-5 GEMV | (b) floor | (c) cuBLAS | (d) GEMV now | d/b | p/d | (d) config | best swept (d) | (b) config |\n"
+           "|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     for (int si = 0; si < NS; ++si) {
         const Shape& sh = shapes[si];
         const Row& R = rows[si];
-        const double mb = (double)sh.N * sh.K * 2 / 1e6;
-        const Cfg cn = new_cfg(sh.N, sh.K, 2);
-        printf("| %s | %.1f | %.2f / %.2f (%.2f) | %.2f (%.2f) | %.2f (%.2f) | %.2f / %.2f (%.2f) | %.3f | %.3f | %u thr, ks %u, grid %u | %.2f (%s) | %s |\n",
-               sh.name, mb, R.a, R.a2, mb / R.a, R.b, mb / R.b, R.c1, mb / R.c1, R.d, R.d2, mb / R.d, R.d / R.b, R.a / R.d, cn.threads, cn.ks,
-               cn.grid, R.sweepus, R.sweepbest.c_str(), R.bname.c_str());
+        const double mb = (double)wel(sh) * 2 / 1e6;
+        const Cfg cn = new_cfg(sh.N, sh.K, 2, sh.glu);
+        printf("| %s | %.1f | %.2f / %.2f | %.2f / %.2f | %.2f (%.2f) | %.2f (%.2f) | %.2f / %.2f (%.2f) | %.3f | %.3f | %u thr, ks %u, grid %u | %.2f (%s) | %s |\n",
+               sh.name, mb, R.a, R.a2, R.p, R.p2, R.b, mb / R.b, R.c1, mb / R.c1, R.d, R.d2, mb / R.d, R.d / R.b, R.p / R.d, cn.threads,
+               cn.ks, cn.grid, R.sweepus, R.sweepbest.c_str(), R.bname.c_str());
     }
     printf("\n## where (d)'s time over (b) goes (us per node; same launch as (d))\n");
     printf("| shape | (b) floor | (d) access pattern only (no staging, XOR) | + arithmetic (no staging) | + staging (XOR) | (d) |\n|---|---|---|---|---|---|\n");
     for (int si = 0; si < NS; ++si)
         printf("| %s | %.2f | %.2f | %.2f | %.2f | %.2f |\n", shapes[si].name, rows[si].b, rows[si].diag[3], rows[si].diag[1], rows[si].diag[2], rows[si].d);
+    printf("\n## variants of (d) (us per node, batch 1)\n| shape | (d) | weights through L1 | x staged in shared memory (mode 0) |\n|---|---|---|---|\n");
+    for (int si = 0; si < NS; ++si) printf("| %s | %.2f | %.2f | %.2f |\n", shapes[si].name, rows[si].d, rows[si].l1w, rows[si].staged);
     printf("\n## batch 2 (the GEMV path) and batch 8 (cuBLAS n = 8; the step uses cuBLAS above 2 rows), us per node\n");
-    printf("| shape | (a) M=2 | (d) M=2 | best swept (d) M=2 | (b) floor | (c) cuBLAS n=8 |\n|---|---|---|---|---|---|\n");
+    printf("| shape | (a) M=2 | (p) M=2 | (d) M=2 | best swept (d) M=2 | (b) floor | (c) cuBLAS n=8 |\n|---|---|---|---|---|---|---|\n");
     for (int si = 0; si < NS; ++si)
-        printf("| %s | %.2f | %.2f | %.2f (%s) | %.2f | %.2f |\n", shapes[si].name, rows[si].am2, rows[si].dm2, rows[si].sweepus2,
-               rows[si].sweepbest2.c_str(), rows[si].b, rows[si].c8);
+        printf("| %s | %.2f | %.2f | %.2f | %.2f (%s) | %.2f | %.2f |\n", shapes[si].name, rows[si].am2, rows[si].pm2, rows[si].dm2,
+               rows[si].sweepus2, rows[si].sweepbest2.c_str(), rows[si].b, rows[si].c8);
 
     // ----------------------------- the layer sequence ---------------------------------
-    printf("\n## 16 layers x (qkv, o, down, gate/up) in one graph, batch 1\n");
+    printf("\n## 16 layers x (qkv, o, down, gate/up) in one graph, batch 1 and 2\n");
     {
         const u64 off[4] = {0, 3072ull * 2048, 3072ull * 2048 + 2048ull * 2048, 3072ull * 2048 + 2048ull * 2048 + 2048ull * 8192};
         auto Wl = [&](int l, int p) { return B.W + (u64)l * layer_el + off[p]; };
         const double layer_mb = layer_el * 2 / 1e6;
-        auto seq = [&](const std::function<void(int)>& f) { return time_graph(64, f).med * 4; };  // us per layer
-        const double ta = seq([&](int i) { const Shape& sh = shapes[i % 4]; launch_gemv(gemv_old_bf16, old_cfg(sh.N, sh.K, 2), sh, 1, Wl(i / 4, i % 4), B.y, nullptr); });
-        const double td = seq([&](int i) { const Shape& sh = shapes[i % 4]; launch_gemv(gemv_bf16, new_cfg(sh.N, sh.K, 2), sh, 1, Wl(i / 4, i % 4), B.y, nullptr); });
-        const double tc = seq([&](int i) { launch_cublas(h, shapes[i % 4], 1, Wl(i / 4, i % 4), B.y); });
-        const double tf = seq([&](int i) {
-            const Shape& sh = shapes[i % 4];
-            auto fb = fbest[i % 4];
-            fb.first->f<<<fb.second, fb.first->nt, 0, g_s>>>(reinterpret_cast<const uint4*>(Wl(i / 4, i % 4)), (u64)sh.N * sh.K * 2 / 16, B.fout);
-        });
-        printf("| path | us/layer | TB/s | x16 layers (ms) |\n|---|---|---|---|\n");
-        printf("| (a) old GEMV | %.2f | %.2f | %.3f |\n", ta, layer_mb / ta, ta * 16 / 1e3);
-        printf("| (b) floor | %.2f | %.2f | %.3f |\n", tf, layer_mb / tf, tf * 16 / 1e3);
-        printf("| (c) cuBLAS | %.2f | %.2f | %.3f |\n", tc, layer_mb / tc, tc * 16 / 1e3);
-        printf("| (d) new GEMV | %.2f | %.2f | %.3f |\n", td, layer_mb / td, td * 16 / 1e3);
+        // The step's MLP before (gate/up, then down with the SwiGLU prologue) and now (gate/up
+        // with SwiGLU fused in, then down on its output): shapes 0-3, and 0, 1, 8, 7.
+        const int before[4] = {0, 1, 2, 3}, now[4] = {0, 1, 8, 7};
+        for (u32 M : {1u, 2u}) {
+            auto seq = [&](const std::function<void(int)>& f) { return time_graph(64, f).med * 4; };  // us per layer
+            auto gemv_seq = [&](GemvBf16 f, const int* which, bool run5_cfg) {
+                return seq([&](int i) {
+                    const Shape& sh = shapes[which[i % 4]];
+                    const Cfg c = f == gemv_old_bf16 ? old_cfg(sh.N, sh.K, 2) : new_cfg(sh.N, sh.K, 2, sh.glu && !run5_cfg);
+                    launch_gemv(f, c, sh, M, Wl(i / 4, i % 4), B.y, nullptr);
+                });
+            };
+            const double ta = gemv_seq(gemv_old_bf16, before, true);
+            const double tp = gemv_seq(gemv_run5_bf16, before, true);
+            const double td0 = gemv_seq(gemv_bf16, before, false);
+            const double td = gemv_seq(gemv_bf16, now, false);
+            const double tp2 = gemv_seq(gemv_run5_bf16, before, true);
+            const double td2 = gemv_seq(gemv_bf16, now, false);
+            const double tc = seq([&](int i) { launch_cublas(h, shapes[i % 4], M, Wl(i / 4, i % 4), B.y); });
+            const double tf = seq([&](int i) {
+                const Shape& sh = shapes[i % 4];
+                auto fb = fbest[i % 4];
+                fb.first->f<<<fb.second, fb.first->nt, 0, g_s>>>(reinterpret_cast<const uint4*>(Wl(i / 4, i % 4)), (u64)sh.N * sh.K * 2 / 16, B.fout);
+            });
+            printf("\nM = %u\n| path | us/layer | TB/s | x16 layers (ms) |\n|---|---|---|---|\n", M);
+            printf("| (a) old GEMV | %.2f | %.2f | %.3f |\n", ta, layer_mb / ta, ta * 16 / 1e3);
+            printf("| (p) run-5 GEMV (twice) | %.2f / %.2f | %.2f | %.3f |\n", tp, tp2, layer_mb / tp, tp * 16 / 1e3);
+            printf("| (d) GEMV now, the run-5 MLP (down with the SwiGLU prologue) | %.2f | %.2f | %.3f |\n", td0, layer_mb / td0, td0 * 16 / 1e3);
+            printf("| (d) GEMV now, GLU gate/up + plain down (twice) | %.2f / %.2f | %.2f | %.3f |\n", td, td2, layer_mb / td, td * 16 / 1e3);
+            printf("| (c) cuBLAS, products only | %.2f | %.2f | %.3f |\n", tc, layer_mb / tc, tc * 16 / 1e3);
+            printf("| (b) floor | %.2f | %.2f | %.3f |\n", tf, layer_mb / tf, tf * 16 / 1e3);
+        }
     }
     CK(cudaDeviceSynchronize());
     printf("done\n");

@@ -358,26 +358,36 @@ __device__ void silu_mul(const typename E::T* in, u32 inter, u64 n, typename E::
 //   mode 2: f(x) = silu(x[:, :K]) * x[:, K:], x being [M, 2K]: SwiGLU before the down
 //           projection.
 // f(x) is rounded to the element type (as the separate kernel's output would be) and staged
-// once per block in shared memory (M*K elements). With `residual`, y = round(round(acc) +
+// once per block in shared memory (M*K elements), except in mode 0 with ks > 1, where the
+// products read x where it is (see gemv below). With `residual`, y = round(round(acc) +
 // residual), as a product followed by an add would round. K must be a multiple of 8.
+//
+// GLU (the gemv_glu_* kernels): SwiGLU's gate/up projection with its output transform. W is
+// the fused gate/up weight [2N, K] (the N gate rows, then the N up rows), and
+// y [M, N] = silu(g) * u with g = round(f(x) . W[:N]^T) and u = round(f(x) . W[N:]^T), rounded
+// as the product followed by silu_mul would round. Each warp streams gate row n and up row n
+// as one row of 2K. No residual, no amax.
 //
 // Register-lean (at most 64 registers a thread: 1024 threads a multiprocessor): each
 // warp takes one row of W at a time and issues GEMV_L 16-byte loads a lane before it uses
 // them; the other warps on the multiprocessor keep the memory busy meanwhile (no register
-// double-buffer). `ks` (1, 2, 4 or 8) warps share each row, each streaming one slice of K
+// double-buffer). `ks` (1, 2, 4 or 8) warps share each row, each streaming one slice of it
 // (steps of 32 16-byte loads, ceil(steps / ks) a slice). A block of blockDim.x threads (a
 // multiple of 32, at most GEMV_MAX_THREADS) takes blockDim.x / 32 / ks rows at a time, and
 // strides over the rows by gridDim.x. The first weight loads are issued before the staging.
-// ks = 1: each warp finishes its own row (warp shuffles, no barrier); ks > 1: the slices'
-// sums meet in shared memory and are added in slice order. Each output's residual is loaded
-// when its row starts, not after the sum. The summation order depends only on ks and the
-// block size: the same inputs give the same bits on every run.
+// Weights are loaded past L1 (read once), so x stays there. ks = 1: each warp finishes its
+// own row (warp shuffles, no barrier); ks > 1: the slices' sums meet in shared memory and
+// are added in slice order.
+// Each output's residual is loaded when its row starts, not after the sum. The summation
+// order depends only on ks and the block size: the same inputs give the same bits on every
+// run.
 //
 // With `amax`: each row of y's largest (rounded) value and its first index, packed as
 // key << 32 | ~index, kept per thread, then one atomicMax per block (max is order-free).
 //
 // DIAG (bench/gemv_probe.cu only; 0 here): 1 skips the staging (f(x) = 1), 2 replaces the
-// products by an XOR of the weights' bits, 3 both: the GEMV's access pattern alone.
+// products by an XOR of the weights' bits, 3 both: the GEMV's access pattern alone; 4 loads
+// the weights through L1; 8 stages x in mode 0 as well.
 #define GEMV_MAX_THREADS 512
 #define GEMV_MAX_WARPS (GEMV_MAX_THREADS / 32)
 #define GEMV_MIN_BLOCKS 2
@@ -402,20 +412,45 @@ template <typename E> struct PackHalf {
 template <> struct Pack<BF16> : PackHalf<BF16> {};
 template <> struct Pack<F16> : PackHalf<F16> {};
 
-template <typename E, u32 DIAG = 0>
-__device__ void gemv(const typename E::T* x, const typename E::T* W, u32 M, u32 N, u32 K, u32 mode,
-                     const typename E::T* nw, float eps, const typename E::T* residual, typename E::T* y, u32 ks,
-                     unsigned long long* amax) {
+// EL floats rounded to the element type, as 16 bytes.
+template <typename E>
+static __device__ __forceinline__ uint4 pack16(const float* v) {
+    uint4 o;
+    typename E::T* oh = reinterpret_cast<typename E::T*>(&o);
+#pragma unroll
+    for (u32 j = 0; j < Pack<E>::EL; ++j) E::st(oh, j, v[j]);
+    return o;
+}
+
+// A weight load: 16 bytes, read once, so kept out of L1 (where x stays); DIAG & 4 (the
+// probe) loads through L1 instead.
+template <u32 DIAG>
+static __device__ __forceinline__ uint4 ld_weight(const void* p) {
+    if (DIAG & 4) return __ldg(reinterpret_cast<const uint4*>(p));
+    uint4 v;
+    asm volatile("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0,%1,%2,%3}, [%4];"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "l"(p));
+    return v;
+}
+
+// XG (mode 0 only): the products read x where it is (through L1, which the weight loads
+// bypass), not staged: no staging round and no block barrier.
+template <typename E, bool GLU, u32 DIAG, bool XG>
+__device__ void gemv_body(const typename E::T* x, const typename E::T* W, u32 M, u32 N, u32 K, u32 mode,
+                          const typename E::T* nw, float eps, const typename E::T* residual, typename E::T* y, u32 ks,
+                          unsigned long long* amax) {
     typedef typename E::T T;
     constexpr u32 EL = Pack<E>::EL;
     extern __shared__ float gsm[];
     T* xs = reinterpret_cast<T*>(gsm);  // [M][K]
     __shared__ float red[GEMV_MAX_WARPS];
-    __shared__ float parts[GEMV_MAX_WARPS][GEMV_MAX_M];
+    __shared__ float parts[GEMV_MAX_WARPS][2 * GEMV_MAX_M];
     __shared__ unsigned long long bmax[GEMV_MAX_M];
     const u32 nt = blockDim.x, nwarps = nt / 32;
     const u32 tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
-    const u32 steps = (K + 32 * EL - 1) / (32 * EL);  // 16-byte loads a lane for a whole row
+    const u32 KR = GLU ? 2 * K : K;  // the length of a row as a warp streams it
+    const u32 steps = (KR + 32 * EL - 1) / (32 * EL);  // 16-byte loads a lane for a whole row
     const u32 rows_blk = nwarps / ks, slice = warp % ks, row_in = warp / ks;
     const u32 slice_steps = (steps + ks - 1) / ks;
     const u32 s_begin = min(steps, slice * slice_steps), s_end = min(steps, s_begin + slice_steps);
@@ -435,11 +470,14 @@ __device__ void gemv(const typename E::T* x, const typename E::T* W, u32 M, u32 
     if (amax && tid < GEMV_MAX_M) bmax[tid] = 0;
     uint4 w[GEMV_L];
     auto load = [&](u32 n, u32 s0) {
-        const T* row = W + (u64)n * K;
 #pragma unroll
         for (u32 s = 0; s < GEMV_L; ++s) {
             const u32 k = ((s0 + s) * 32 + lane) * EL;
-            if (s0 + s < s_end && k < K) w[s] = __ldg(reinterpret_cast<const uint4*>(row + k));
+            if (s0 + s < s_end && k < KR) {
+                // GLU: past K, the up row (K is a multiple of 8: no load straddles the two).
+                const T* p = GLU && k >= K ? W + (u64)(N + n) * K + (k - K) : W + (u64)n * K + k;
+                w[s] = ld_weight<DIAG>(p);
+            }
         }
     };
     // The first weight loads and residuals, before the staging.
@@ -452,8 +490,8 @@ __device__ void gemv(const typename E::T* x, const typename E::T* W, u32 M, u32 
         }
     }
     load_res(blockIdx.x);
-    // Staging f(x), 16 bytes a thread a round.
-    for (u32 m = 0; m < M && !(DIAG & 1); ++m) {
+    // Staging f(x), 16 bytes a thread a round (mode 0 reads x where it is: no staging).
+    for (u32 m = 0; m < M && !(DIAG & 1) && !XG; ++m) {
         float inv = 1.f;
         if (mode == 1) {
             float ss = 0.f;
@@ -474,6 +512,10 @@ __device__ void gemv(const typename E::T* x, const typename E::T* W, u32 M, u32 
         }
 #pragma unroll 2
         for (u32 k = tid * EL; k < K; k += nt * EL) {
+            if (mode == 0) {
+                *reinterpret_cast<uint4*>(xs + (u64)m * K + k) = *reinterpret_cast<const uint4*>(x + (u64)m * K + k);
+                continue;
+            }
             float v[EL];
             if (mode == 2) {
                 float u[EL];
@@ -483,27 +525,24 @@ __device__ void gemv(const typename E::T* x, const typename E::T* W, u32 M, u32 
                 for (u32 j = 0; j < EL; ++j) v[j] = v[j] / (1.f + __expf(-v[j])) * u[j];
             } else {
                 Pack<E>::unpack(*reinterpret_cast<const uint4*>(x + (u64)m * K + k), v);
-                if (mode == 1) {
-                    float g[EL];
-                    Pack<E>::unpack(*reinterpret_cast<const uint4*>(nw + k), g);
+                float g[EL];
+                Pack<E>::unpack(*reinterpret_cast<const uint4*>(nw + k), g);
 #pragma unroll
-                    for (u32 j = 0; j < EL; ++j) v[j] = v[j] * inv * g[j];
-                }
+                for (u32 j = 0; j < EL; ++j) v[j] = v[j] * inv * g[j];
             }
-            uint4 o;
-            T* oh = reinterpret_cast<T*>(&o);
-#pragma unroll
-            for (u32 j = 0; j < EL; ++j) E::st(oh, j, v[j]);
-            *reinterpret_cast<uint4*>(xs + (u64)m * K + k) = o;
+            *reinterpret_cast<uint4*>(xs + (u64)m * K + k) = pack16<E>(v);
         }
     }
-    __syncthreads();
+    if (!XG) __syncthreads();
+    // Where the products read f(x): shared memory, or x itself (through L1).
+    const T* fx = XG ? x : xs;
     unsigned long long best = 0;
     for (u32 grp = blockIdx.x; grp < groups; grp += gridDim.x) {
         const u32 n = grp * rows_blk + row_in;
         const float res = res_next;
         load_res(grp + gridDim.x);  // the next row's, in flight during this one
         float acc[GEMV_MAX_M] = {0.f, 0.f};
+        float acc_up[GEMV_MAX_M] = {0.f, 0.f};  // GLU: the up row's sums
         u32 bits = 0;
         if (n < N) {
             for (u32 s0 = s_begin; s0 < s_end; s0 += GEMV_L) {
@@ -512,11 +551,13 @@ __device__ void gemv(const typename E::T* x, const typename E::T* W, u32 M, u32 
 #pragma unroll
                 for (u32 s = 0; s < GEMV_L; ++s) {
                     const u32 k = ((s0 + s) * 32 + lane) * EL;
-                    if (s0 + s < s_end && k < K) {
+                    if (s0 + s < s_end && k < KR) {
                         if (DIAG & 2) {
                             bits ^= w[s].x ^ w[s].y ^ w[s].z ^ w[s].w;
                             continue;
                         }
+                        const bool up = GLU && k >= K;
+                        const u32 kx = up ? k - K : k;
                         float a[EL];
                         Pack<E>::unpack(w[s], a);
 #pragma unroll
@@ -527,10 +568,19 @@ __device__ void gemv(const typename E::T* x, const typename E::T* W, u32 M, u32 
 #pragma unroll
                                     for (u32 j = 0; j < EL; ++j) xv[j] = 1.f;
                                 } else {
-                                    Pack<E>::unpack(*reinterpret_cast<const uint4*>(xs + (u64)m * K + k), xv);
+                                    const uint4* q = reinterpret_cast<const uint4*>(fx + (u64)m * K + kx);
+                                    Pack<E>::unpack(XG ? __ldg(q) : *q, xv);
                                 }
+                                if (GLU) {
+                                    float t = 0.f;
 #pragma unroll
-                                for (u32 j = 0; j < EL; ++j) acc[m] += a[j] * xv[j];
+                                    for (u32 j = 0; j < EL; ++j) t += a[j] * xv[j];
+                                    if (up) acc_up[m] += t;
+                                    else acc[m] += t;
+                                } else {
+#pragma unroll
+                                    for (u32 j = 0; j < EL; ++j) acc[m] += a[j] * xv[j];
+                                }
                             }
                         }
                     }
@@ -539,23 +589,32 @@ __device__ void gemv(const typename E::T* x, const typename E::T* W, u32 M, u32 
         }
         if (DIAG & 2) acc[0] = __uint_as_float(bits & 0x3fffffffu);
         // The sums: every lane of the warp gets each row of x's total.
-        float mine = 0.f;
+        float mine = 0.f, mine_up = 0.f;
 #pragma unroll
         for (u32 m = 0; m < GEMV_MAX_M; ++m)
             if (m < M) {
                 const float v = warp_sum(acc[m]);
+                const float vu = GLU ? warp_sum(acc_up[m]) : 0.f;
                 if (direct) {
-                    if (e_m == m) mine = v;
+                    if (e_m == m) {
+                        mine = v;
+                        mine_up = vu;
+                    }
                 } else if (lane == 0) {
                     parts[warp][m] = v;
+                    parts[warp][GEMV_MAX_M + m] = vu;
                 }
             }
         if (!direct) {
             __syncthreads();
             if (e_on) {
-                float v = 0.f;
-                for (u32 i = 0; i < ks; ++i) v += parts[e_row * ks + i][e_m];
+                float v = 0.f, vu = 0.f;
+                for (u32 i = 0; i < ks; ++i) {
+                    v += parts[e_row * ks + i][e_m];
+                    if (GLU) vu += parts[e_row * ks + i][GEMV_MAX_M + e_m];
+                }
                 mine = v;
+                mine_up = vu;
             }
         }
         const u32 no = grp * rows_blk + e_row;
@@ -563,6 +622,12 @@ __device__ void gemv(const typename E::T* x, const typename E::T* W, u32 M, u32 
             const u64 o = (u64)e_m * N + no;
             T t;
             E::st(&t, 0, mine);
+            if (GLU) {
+                T u;
+                E::st(&u, 0, mine_up);
+                const float g = E::ld(&t, 0);
+                E::st(&t, 0, g / (1.f + __expf(-g)) * E::ld(&u, 0));
+            }
             if (residual) E::st(&t, 0, E::ld(&t, 0) + res);
             y[o] = t;
             if (amax) {
@@ -578,6 +643,20 @@ __device__ void gemv(const typename E::T* x, const typename E::T* W, u32 M, u32 
         __syncthreads();
         if (tid < M && bmax[tid]) atomicMax(amax + tid, bmax[tid]);
     }
+}
+
+// The plain kernel in mode 0 with ks > 1 reads x where it is (DIAG & 8, in the probe: stages
+// it as the other cases do). Measured on an H100 (bench/gemv_probe.cu, run 7): in place is
+// faster for the output and down projections (ks 2), slower for a plain 3072-row product at
+// ks 1 (7.36 against 6.76 us). The GLU kernel always stages (it runs after a norm).
+template <typename E, bool GLU = false, u32 DIAG = 0>
+__device__ void gemv(const typename E::T* x, const typename E::T* W, u32 M, u32 N, u32 K, u32 mode,
+                     const typename E::T* nw, float eps, const typename E::T* residual, typename E::T* y, u32 ks,
+                     unsigned long long* amax) {
+    if (!GLU && mode == 0 && ks > 1 && !(DIAG & 8))
+        gemv_body<E, GLU, DIAG, true>(x, W, M, N, K, mode, nw, eps, residual, y, ks, amax);
+    else
+        gemv_body<E, GLU, DIAG, false>(x, W, M, N, K, mode, nw, eps, residual, y, ks, amax);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -862,6 +941,11 @@ __device__ void sample(const typename E::T* logits, u32 V, const float* params, 
         const E::T* x, const E::T* W, u32 M, u32 N, u32 K, u32 mode, const E::T* nw, float eps,                \
         const E::T* residual, E::T* y, u32 ks, unsigned long long* amax) {                                   \
         gemv<E>(x, W, M, N, K, mode, nw, eps, residual, y, ks, amax);                                         \
+    }                                                                                                         \
+    extern "C" __global__ void __launch_bounds__(GEMV_MAX_THREADS, GEMV_MIN_BLOCKS) gemv_glu_##SUF(                                \
+        const E::T* x, const E::T* W, u32 M, u32 N, u32 K, u32 mode, const E::T* nw, float eps,                \
+        E::T* y, u32 ks) {                                                                                    \
+        gemv<E, true>(x, W, M, N, K, mode, nw, eps, nullptr, y, ks, nullptr);                                 \
     }
 INSTANTIATE_GEMV(F32, f32)
 INSTANTIATE_GEMV(F16, f16)

@@ -525,6 +525,58 @@ fn matvec(dev: &Device) {
     }
 }
 
+/// The gate/up projection with SwiGLU fused in against candle's ops (the product, then
+/// silu(gate) * up), with and without the RMSNorm before it, at 1 and 2 rows (the kernel)
+/// and 3 (the fallback), in each dtype; a weight with an odd number of rows is refused.
+fn matvec_swiglu(dev: &Device) {
+    use capture_candle::decode::Prologue;
+    // (inter, k): one warp a gate/up pair, two, and four (short rows share warps on CUDA).
+    for (inter, k, dtype) in DTYPES.iter().map(|&d| (40, 256, d)).chain([
+        (24, 2048, DType::BF16),
+        (64, 1024, DType::F16),
+        (16, 200, DType::BF16),
+    ]) {
+        let gate = rand(&[inter, k], dtype, dev, 40);
+        let up = rand(&[inter, k], dtype, dev, 41);
+        let w = Tensor::cat(&[&gate, &up], 0).unwrap();
+        let nw = rand(&[k], dtype, dev, 42).affine(0.1, 1.0).unwrap();
+        let cpu = |t: &Tensor| t.to_device(&Device::Cpu).unwrap().to_dtype(DType::F32).unwrap();
+        for m in [1usize, 2, 3] {
+            let x = rand(&[m, k], dtype, dev, 43);
+            let cases: [(Prologue<'_>, Tensor); 2] = [
+                (Prologue::None, cpu(&x)),
+                (Prologue::RmsNorm(&nw, 1e-5), candle_nn::ops::rms_norm(&cpu(&x), &cpu(&nw), 1e-5).unwrap()),
+            ];
+            for (pro, fx) in cases {
+                let got = decode::matvec_swiglu(&x, &w, pro).unwrap();
+                assert_eq!(got.dims(), [m, inter]);
+                let g = fx.matmul(&cpu(&gate).t().unwrap()).unwrap();
+                let u = fx.matmul(&cpu(&up).t().unwrap()).unwrap();
+                let want = (candle_nn::ops::silu(&g).unwrap() * u).unwrap();
+                let e = rel_err(&f32s(&got), &f32s(&want));
+                assert!(e < tol(dtype) * 2.0, "{dtype:?} inter={inter} k={k} m={m} {pro:?}: rel err {e}");
+            }
+        }
+        let odd = rand(&[2 * inter + 1, k], dtype, dev, 44);
+        let e = decode::matvec_swiglu(&rand(&[1, k], dtype, dev, 45), &odd, Prologue::None).unwrap_err();
+        assert!(matches!(e, Error::BadOperands { .. }) && e.to_string().contains("odd"), "{e}");
+        let e = decode::matvec_swiglu(&rand(&[1, k + 8], dtype, dev, 45), &w, Prologue::None).unwrap_err();
+        assert!(matches!(e, Error::BadOperands { .. }), "{e}");
+    }
+}
+
+#[test]
+fn matvec_swiglu_matches_candle() {
+    matvec_swiglu(&Device::Cpu);
+}
+#[test]
+#[ignore = "needs a CUDA device"]
+fn matvec_swiglu_matches_candle_gpu() {
+    if let Some(d) = gpu() {
+        matvec_swiglu(&d);
+    }
+}
+
 #[test]
 fn matvec_with_fused_norm_swiglu_and_residual_matches_candle() {
     matvec(&Device::Cpu);

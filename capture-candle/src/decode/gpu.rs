@@ -223,20 +223,22 @@ const GEMV_SMS: usize = 132;
 /// `__launch_bounds__(GEMV_MAX_THREADS, GEMV_MIN_BLOCKS)` = (512, 2) in the kernel).
 const GEMV_THREADS_PER_SM: usize = 1024;
 
-/// The GEMV's launch for `[n, k]` weights of `elem` bytes an element: threads a block, the
-/// warps that share each row (`ks`), and the grid.
+/// The GEMV's launch for `n` outputs over `k` inputs, of `elem` bytes an element (`glu`: the
+/// gate/up kernel, whose warps stream a gate row and an up row, `2k` a task): threads a
+/// block, the warps that share each row (`ks`), and the grid.
 ///
-/// - 512 threads a block for long rows (k >= 4096: the SwiGLU down projection), else 256:
-///   each block stages f(x) once, so fewer, larger blocks spend less on the staging.
+/// - 512 threads a block for long rows (k >= 4096: the down projection), else 256: each block
+///   stages f(x) once, so fewer, larger blocks spend less on the staging.
 /// - `ks`: warps per row, doubled while there are fewer than 3,072 row tasks (about 23 warps a
 ///   multiprocessor) and each slice keeps at least 4 loads a lane.
 /// - The grid: every group of rows its own block, up to what the GPU holds at once; past that
 ///   the blocks stride.
 ///
 /// Measured on an H100 against other block sizes and `ks` (bench/gemv_probe.cu, docs/benchmarks-llama.md).
-pub(crate) fn gemv_launch(n: usize, k: usize, elem: usize) -> (u32, u32, u32) {
+pub(crate) fn gemv_launch(n: usize, k: usize, elem: usize, glu: bool) -> (u32, u32, u32) {
     let threads = if k >= 4096 { 512 } else { 256 };
-    let steps = k.div_ceil(32 * (16 / elem));
+    let row = if glu { 2 * k } else { k };
+    let steps = row.div_ceil(32 * (16 / elem));
     let mut ks = 1usize;
     while ks < 8 && n * ks < 3072 && steps / (ks * 2) >= 4 {
         ks *= 2;
@@ -247,7 +249,9 @@ pub(crate) fn gemv_launch(n: usize, k: usize, elem: usize) -> (u32, u32, u32) {
 }
 
 /// `y = f(x) . w^T (+ residual)` in one kernel (see `gemv` in decode.cu); `mode` 0 plain, 1
-/// RMSNorm with `nw`, 2 SwiGLU. The caller checks M <= 2, K % 8 == 0 and the shared memory.
+/// RMSNorm with `nw`, 2 SwiGLU. With `glu`, `w` is a fused gate/up weight `[2n, k]` and
+/// `y = silu(gate) * up` (`gemv_glu`: no residual, no amax). The caller checks M <= 2,
+/// K % 8 == 0, the alignment and the shared memory.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn gemv(
     x: &Tensor,
@@ -258,21 +262,25 @@ pub(crate) fn gemv(
     eps: f32,
     residual: Option<&Tensor>,
     amax: Option<&Tensor>,
+    glu: bool,
 ) -> Result<Tensor> {
     let dev = cuda(x)?;
     if device_address(w)? % 16 != 0 {
         candle_core::bail!("gemv: the weight must start on a 16-byte boundary");
     }
+    if glu && (residual.is_some() || amax.is_some()) {
+        candle_core::bail!("gemv: the gate/up kernel takes no residual and no argmax");
+    }
     // Every element of y is written: the warps stride over all rows of W, and each row's
     // output is written for all M rows of x.
     let y = raw::uninit((m, n), x.dtype(), x.device())?;
-    let (threads, ks, grid) = gemv_launch(n, k, x.dtype().size_in_bytes());
+    let (threads, ks, grid) = gemv_launch(n, k, x.dtype().size_in_bytes(), glu);
     let cfg = LaunchConfig {
         grid_dim: (grid, 1, 1),
         block_dim: (threads, 1, 1),
         shared_mem_bytes: (m * k * x.dtype().size_in_bytes()) as u32,
     };
-    let args = [
+    let head = [
         addr(Some(x))?,
         addr(Some(w))?,
         Arg::U32(m as u32),
@@ -281,12 +289,15 @@ pub(crate) fn gemv(
         Arg::U32(mode),
         addr(nw)?,
         Arg::F32(eps),
-        addr(residual)?,
-        addr(Some(&y))?,
-        Arg::U32(ks),
-        addr(amax)?,
     ];
-    go(&dev, "gemv", x.dtype(), cfg, &args)?;
+    if glu {
+        let args: Vec<Arg> = head.into_iter().chain([addr(Some(&y))?, Arg::U32(ks)]).collect();
+        go(&dev, "gemv_glu", x.dtype(), cfg, &args)?;
+    } else {
+        let tail = [addr(residual)?, addr(Some(&y))?, Arg::U32(ks), addr(amax)?];
+        let args: Vec<Arg> = head.into_iter().chain(tail).collect();
+        go(&dev, "gemv", x.dtype(), cfg, &args)?;
+    }
     Ok(y)
 }
 

@@ -10,6 +10,7 @@
 //! | [`add_rms_norm`] | residual add + RMSNorm | 1 |
 //! | [`silu_mul`] | SwiGLU of a fused gate/up projection | 1 |
 //! | [`matvec`] | a projection at decode batch sizes, with RMSNorm or SwiGLU before it and the residual add after it | 1 |
+//! | [`matvec_swiglu`] | SwiGLU's gate/up projection at decode batch sizes, with RMSNorm before it and the SwiGLU applied as it is written | 1 |
 //! | [`Sampler`] | greedy, temperature, top-k, top-p; generator state in device memory, advancing at every replay | 1 |
 //!
 //! Each op runs on CUDA (the kernels of `kernels/decode.cu`, shipped as PTX) and on candle's
@@ -33,7 +34,7 @@ pub use cache::KvCache;
 /// Rows up to which [`matvec`] runs as one fused matrix-vector kernel on CUDA.
 pub const MATVEC_ROWS: usize = gpu::GEMV_MAX_M;
 
-pub use ops::{add_rms_norm, attention, matvec, qkv_rope_write, rope, silu_mul, Prologue};
+pub use ops::{add_rms_norm, attention, matvec, matvec_swiglu, qkv_rope_write, rope, silu_mul, Prologue};
 pub use rope::{Llama3Scaling, RopeLayout, RopeTable};
 pub use sampling::{Sampler, SamplingParams};
 

@@ -365,6 +365,110 @@ pub fn matvec(x: &Tensor, w: &Tensor, prologue: Prologue<'_>, residual: Option<&
     Ok(matvec_with(x, w, prologue, residual, None)?.0)
 }
 
+/// What the checks of a projection decided: its sizes, and the fused kernel's mode, norm
+/// weight and epsilon when the kernel takes it (else the fallback runs).
+struct Plan<'a> {
+    m: usize,
+    n: usize,
+    k: usize,
+    kernel: Option<(u32, Option<&'a Tensor>, f32)>,
+}
+
+/// The checks [`matvec`] and [`matvec_swiglu`] share: `x` against the weight `w` `[N, K]`, the
+/// prologue's operands, the residual `[rows, N]`, and whether the fused kernel can run.
+fn plan<'a>(
+    op: &'static str,
+    x: &Tensor,
+    w: &Tensor,
+    prologue: Prologue<'a>,
+    residual: Option<&Tensor>,
+) -> Result<Plan<'a>> {
+    float(op, "x", x)?;
+    contiguous(op, "x", x)?;
+    same(op, "the weight", w, x)?;
+    let (m, xk) = x.dims2().map_err(|_| Error::operands(op, format!("x {:?} must be [rows, K]", x.dims())))?;
+    let (n, k) = w.dims2().map_err(|_| Error::operands(op, format!("the weight {:?} must be [N, K]", w.dims())))?;
+    let want_k = if matches!(prologue, Prologue::SwiGlu) { 2 * k } else { k };
+    if xk != want_k {
+        return Err(Error::operands(
+            op,
+            format!("x {:?} does not fit the weight {:?} (x needs {want_k} columns)", x.dims(), w.dims()),
+        ));
+    }
+    if let Prologue::RmsNorm(nw, eps) = prologue {
+        same(op, "the norm weight", nw, x)?;
+        if nw.dims() != [k] {
+            return Err(Error::operands(op, format!("the norm weight is {:?}, not [{k}]", nw.dims())));
+        }
+        if !(eps.is_finite() && eps > 0.0) {
+            return Err(Error::invalid("rms_norm_eps", eps, "a finite number above 0"));
+        }
+    }
+    if let Some(r) = residual {
+        same(op, "the residual", r, x)?;
+        if r.dims() != [m, n] {
+            return Err(Error::operands(op, format!("the residual is {:?}, not [{m}, {n}]", r.dims())));
+        }
+    }
+    fits_u32(op, "N", n)?;
+    fits_u32(op, "K", k)?;
+    let fits = m <= gpu::GEMV_MAX_M && k % 8 == 0 && m * k * x.dtype().size_in_bytes() <= 48 * 1024;
+    // The kernel reads x, w and the norm weight 16 bytes at a time: views that start off a
+    // 16-byte boundary take the fallback path (a misaligned load would fault on the device).
+    let cuda = matches!(on(op, x)?, On::Cuda);
+    let aligned = |t: &Tensor| crate::raw::device_address(t).map(|a| a % 16 == 0).unwrap_or(false);
+    let nw_aligned = match prologue {
+        Prologue::RmsNorm(nw, _) => cuda && aligned(nw),
+        _ => true,
+    };
+    let kernel = (cuda && fits && aligned(x) && aligned(w) && nw_aligned).then_some(match prologue {
+        Prologue::None => (0, None, 1e-6),
+        Prologue::RmsNorm(nw, eps) => (1, Some(nw), eps as f32),
+        Prologue::SwiGlu => (2, None, 1e-6),
+    });
+    Ok(Plan { m, n, k, kernel })
+}
+
+/// `f(x)` for the fallback path: the prologue as its own kernel.
+fn prologue_apart(x: &Tensor, prologue: Prologue<'_>) -> Result<Tensor> {
+    Ok(match prologue {
+        Prologue::None => x.clone(),
+        Prologue::RmsNorm(nw, eps) => add_rms_norm(x, None, nw, eps)?.1,
+        Prologue::SwiGlu => silu_mul(x)?,
+    })
+}
+
+/// SwiGLU's gate/up projection for decode, with the SwiGLU fused in:
+/// `silu(f(x) . gate^T) * (f(x) . up^T)`, `[rows, inter]`.
+///
+/// `w` is the fused gate/up weight `[2 * inter, K]`: the `inter` gate rows, then the `inter`
+/// up rows (`Tensor::cat(&[gate, up], 0)`), the layout [`silu_mul`] takes the product of.
+/// `x` and `prologue` are as in [`matvec`]. On CUDA with at most
+/// [`MATVEC_ROWS`](super::MATVEC_ROWS) rows it is one kernel: each warp streams a gate row
+/// and its up row, and the SwiGLU is applied as the two sums are written, so the down
+/// projection after it reads `inter` values and needs no prologue. Otherwise it is
+/// [`matvec`] followed by [`silu_mul`]. Either way the gate and up sums are rounded to the
+/// element type before the SwiGLU, as the two ops apart round them.
+///
+/// # Errors
+/// [`Error::BadOperands`] for shapes or dtypes that do not fit, or a weight with an odd number
+/// of rows.
+pub fn matvec_swiglu(x: &Tensor, w: &Tensor, prologue: Prologue<'_>) -> Result<Tensor> {
+    const OP: &str = "matvec_swiglu";
+    let p = plan(OP, x, w, prologue, None)?;
+    if p.n % 2 != 0 {
+        return Err(Error::operands(
+            OP,
+            format!("the weight has {} rows, an odd number: it must hold the gate rows, then as many up rows", p.n),
+        ));
+    }
+    if let Some((mode, nw, eps)) = p.kernel {
+        return Ok(gpu::gemv(x, w, (p.m, p.n / 2, p.k), mode, nw, eps, None, None, true)?);
+    }
+    let y = prologue_apart(x, prologue)?.matmul(&w.t()?)?;
+    silu_mul(&y)
+}
+
 /// [`matvec`], and with `amax` (i64 `[rows]`, zero before the call) each output row's
 /// largest value and first index packed as `key << 32 | !index` when the fused kernel ran
 /// (the second value says whether it did). The sampler reads and clears it.
@@ -376,59 +480,13 @@ pub(crate) fn matvec_with(
     amax: Option<&Tensor>,
 ) -> Result<(Tensor, bool)> {
     const OP: &str = "matvec";
-    float(OP, "x", x)?;
-    contiguous(OP, "x", x)?;
-    same(OP, "the weight", w, x)?;
-    let (m, xk) = x.dims2().map_err(|_| Error::operands(OP, format!("x {:?} must be [rows, K]", x.dims())))?;
-    let (n, k) = w.dims2().map_err(|_| Error::operands(OP, format!("the weight {:?} must be [N, K]", w.dims())))?;
-    let want_k = if matches!(prologue, Prologue::SwiGlu) { 2 * k } else { k };
-    if xk != want_k {
-        return Err(Error::operands(
-            OP,
-            format!("x {:?} does not fit the weight {:?} (x needs {want_k} columns)", x.dims(), w.dims()),
-        ));
-    }
-    if let Prologue::RmsNorm(nw, eps) = prologue {
-        same(OP, "the norm weight", nw, x)?;
-        if nw.dims() != [k] {
-            return Err(Error::operands(OP, format!("the norm weight is {:?}, not [{k}]", nw.dims())));
-        }
-        if !(eps.is_finite() && eps > 0.0) {
-            return Err(Error::invalid("rms_norm_eps", eps, "a finite number above 0"));
-        }
-    }
-    if let Some(r) = residual {
-        same(OP, "the residual", r, x)?;
-        if r.dims() != [m, n] {
-            return Err(Error::operands(OP, format!("the residual is {:?}, not [{m}, {n}]", r.dims())));
-        }
-    }
-    fits_u32(OP, "N", n)?;
-    fits_u32(OP, "K", k)?;
-    let fits = m <= gpu::GEMV_MAX_M && k % 8 == 0 && m * k * x.dtype().size_in_bytes() <= 48 * 1024;
-    // The kernel reads x, w and the norm weight 16 bytes at a time: views that start off a
-    // 16-byte boundary take the fallback path (a misaligned load would fault on the device).
-    let cuda = matches!(on(OP, x)?, On::Cuda);
-    let aligned = |t: &Tensor| crate::raw::device_address(t).map(|a| a % 16 == 0).unwrap_or(false);
-    let nw_aligned = match prologue {
-        Prologue::RmsNorm(nw, _) => cuda && aligned(nw),
-        _ => true,
-    };
-    if cuda && fits && aligned(x) && aligned(w) && nw_aligned {
-        let (mode, nw, eps) = match prologue {
-            Prologue::None => (0, None, 1e-6),
-            Prologue::RmsNorm(nw, eps) => (1, Some(nw), eps as f32),
-            Prologue::SwiGlu => (2, None, 1e-6),
-        };
+    let p = plan(OP, x, w, prologue, residual)?;
+    if let Some((mode, nw, eps)) = p.kernel {
+        let m = p.m;
         let amax = amax.filter(|a| a.dtype() == DType::I64 && a.dims() == [m] && a.is_contiguous());
-        return Ok((gpu::gemv(x, w, (m, n, k), mode, nw, eps, residual, amax)?, amax.is_some()));
+        return Ok((gpu::gemv(x, w, (m, p.n, p.k), mode, nw, eps, residual, amax, false)?, amax.is_some()));
     }
-    let xin = match prologue {
-        Prologue::None => x.clone(),
-        Prologue::RmsNorm(nw, eps) => add_rms_norm(x, None, nw, eps)?.1,
-        Prologue::SwiGlu => silu_mul(x)?,
-    };
-    let y = xin.matmul(&w.t()?)?;
+    let y = prologue_apart(x, prologue)?.matmul(&w.t()?)?;
     let y = match residual {
         Some(r) => (y + r)?,
         None => y,

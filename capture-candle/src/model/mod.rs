@@ -31,9 +31,9 @@ pub enum Part {
     Attention,
     /// Output projection + residual add, every layer.
     OProj,
-    /// RMSNorm + gate/up projection, every layer.
+    /// RMSNorm + gate/up projection + SwiGLU, every layer.
     GateUp,
-    /// SwiGLU + down projection + residual add, every layer.
+    /// Down projection + residual add, every layer.
     Down,
     /// Final RMSNorm + LM head.
     LmHead,
@@ -289,13 +289,13 @@ impl Model {
             }
             Part::GateUp => {
                 for l in &self.layers {
-                    decode::matvec(&h, &l.gate_up, Prologue::RmsNorm(&l.post_norm, eps), None)?;
+                    decode::matvec_swiglu(&h, &l.gate_up, Prologue::RmsNorm(&l.post_norm, eps))?;
                 }
             }
             Part::Down => {
-                let gu = zeros(2 * cfg.intermediate_size)?;
+                let m = zeros(cfg.intermediate_size)?;
                 for l in &self.layers {
-                    decode::matvec(&gu, &l.down, Prologue::SwiGlu, Some(&h))?;
+                    decode::matvec(&m, &l.down, Prologue::None, Some(&h))?;
                 }
             }
             Part::LmHead => {
@@ -409,15 +409,15 @@ impl Model {
             }
             last_rows(h)?.matmul(&self.lm_head.t()?)?
         } else if fused {
-            // One or two rows (decode): six kernels a layer: norm + QKV, RoPE + cache write, attention, output
-            // projection + residual, norm + gate/up, SwiGLU + down + residual.
+            // One or two rows (decode): six kernels a layer: norm + QKV, RoPE + cache write,
+            // attention, output projection + residual, norm + gate/up + SwiGLU, down + residual.
             let mut res = x;
             for (i, l) in self.layers.iter().enumerate() {
                 let qkv = decode::matvec(&res, &l.qkv, Prologue::RmsNorm(&l.input_norm, eps), None)?;
                 let att = attend(i, l, &qkv)?;
                 res = decode::matvec(&att, &l.o, Prologue::None, Some(&res))?;
-                let gu = decode::matvec(&res, &l.gate_up, Prologue::RmsNorm(&l.post_norm, eps), None)?;
-                res = decode::matvec(&gu, &l.down, Prologue::SwiGlu, Some(&res))?;
+                let m = decode::matvec_swiglu(&res, &l.gate_up, Prologue::RmsNorm(&l.post_norm, eps))?;
+                res = decode::matvec(&m, &l.down, Prologue::None, Some(&res))?;
             }
             if !sample {
                 return Ok(());
