@@ -126,13 +126,16 @@ __device__ void rope_write(const typename E::T* src, u32 stride, u32 col0, const
 // q [B, nq, T, dim]; caches [B, nk, S, dim]; query t of row b sees keys 0 ..= pos[b] + t
 // (at most S). The prefix is cut into at most nsplit chunks of at least 128 keys (a multiple
 // of 32, computed on the device from the length, at most max_chunk); block (b*nk + kh, t, c)
-// handles chunk c for the g = nq/nk query heads that share key head kh and writes, per head,
-// its partial result to part [B, nq, T, nsplit, dim + 2]: the unnormalised output, the
-// chunk's largest score and its sum of exponentials. A chunk past the prefix returns at once,
-// so the work grows with the position, not with S. When one chunk holds the whole prefix,
-// its block writes the result directly; otherwise the block that finishes last of a (b, kh, t)'s
-// chunks (counted in `counters` [B*nk*T], which it sets back to 0) combines them into
-// out [B, T, nq*dim]. dim must be a multiple of 8 and at most 256; g at most 16.
+// handles chunk c for the g = nq/nk query heads that share key head kh. It copies the chunk's
+// keys and values into shared memory `tile` keys at a time (cp.async: one round of loads for
+// a whole tile, the queries loaded meanwhile), and keeps a running softmax over the tiles
+// (one tile holds a chunk at the usual sizes). Per head it writes its partial result to
+// part [B, nq, T, nsplit, dim + 2]: the unnormalised output, the chunk's largest score and
+// its sum of exponentials. A chunk past the prefix returns at once, so the work grows with
+// the position, not with S. When one chunk holds the whole prefix, its block writes the
+// result directly; otherwise the block that finishes last of a (b, kh, t)'s chunks (counted
+// in `counters` [B*nk*T], which it sets back to 0) combines them into out [B, T, nq*dim].
+// dim must be a multiple of 8 and at most 256; g at most 16; tile a multiple of 8.
 #define ATT_THREADS 128
 
 // 8 consecutive elements as floats (16-bit types: one 16-byte load; f32: two).
@@ -154,10 +157,22 @@ template <typename E> struct Vec8Half {
 template <> struct Vec8<BF16> : Vec8Half<BF16> {};
 template <> struct Vec8<F16> : Vec8Half<F16> {};
 
+// 16 bytes from global to shared memory, asynchronously (cp.async, compute_80 and later).
+static __device__ __forceinline__ void cp_async16(void* smem, const void* gmem) {
+    u32 sa;
+    asm volatile("{ .reg .u64 a; cvta.to.shared.u64 a, %1; cvt.u32.u64 %0, a; }" : "=r"(sa) : "l"(smem));
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(sa), "l"(gmem) : "memory");
+}
+// Waits for this thread's cp.async copies (a barrier then makes every thread's visible).
+static __device__ __forceinline__ void cp_async_wait_all() {
+    asm volatile("cp.async.commit_group;\ncp.async.wait_group 0;" ::: "memory");
+}
+
 template <typename E>
 __device__ void attention(const typename E::T* q, const typename E::T* kc, const typename E::T* vc,
                           const u32* pos, u32 T, u32 nq, u32 nk, u32 S, u32 dim, u32 nsplit, u32 max_chunk,
-                          float scale, float* part, u32* counters, typename E::T* out) {
+                          u32 tile, float scale, float* part, u32* counters, typename E::T* out) {
+    typedef typename E::T Elem;
     extern __shared__ float sm[];
     const u32 g = nq / nk;
     const u32 b = blockIdx.x / nk, kh = blockIdx.x - b * nk, t = blockIdx.y, c = blockIdx.z;
@@ -170,109 +185,106 @@ __device__ void attention(const typename E::T* q, const typename E::T* kc, const
     if (start >= len) return;
     const u32 end = min(start + chunk, len), n = end - start;
     const u32 tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
-    float* qs = sm;                     // [g][dim], scaled
-    float* sc = qs + g * dim;           // [g][max_chunk]
-    float* red = sc + g * max_chunk;    // [ATT_THREADS / (dim/8)][4][dim]
-    __shared__ float stat[16][2];
+    constexpr u32 PE = 16 / sizeof(Elem);  // elements in 16 bytes
+    const u32 rp = dim + PE;               // a staged row's pitch: 16 bytes of padding, no bank conflicts
+    float* qs = sm;                        // [g][dim], scaled
+    float* os = qs + g * dim;              // [g][dim]: the outputs so far, each a thread's own
+    float* sc = os + g * dim;              // [g][tile]: scores, then their exponentials
+    Elem* kt = reinterpret_cast<Elem*>(sc + g * tile);  // [tile][rp]
+    Elem* vt = kt + (u64)tile * rp;                     // [tile][rp]
+    __shared__ float stat[16][3];  // per head: running max, running sum, this tile's rescale
     __shared__ u32 last;
+    const u64 kbase = ((u64)b * nk + kh) * S * dim;
+    const u32 pieces = dim / PE;
+    auto stage = [&](u32 t0, u32 pn) {
+        for (u32 i = tid; i < pn * pieces; i += ATT_THREADS) {
+            const u32 r = i / pieces, p = i - r * pieces;
+            const u64 src = kbase + (u64)(start + t0 + r) * dim + p * PE;
+            cp_async16(kt + r * rp + p * PE, kc + src);
+            cp_async16(vt + r * rp + p * PE, vc + src);
+        }
+    };
+    stage(0, min(tile, n));
     for (u32 x = tid; x < g * dim; x += ATT_THREADS) {
         const u32 h = x / dim, d = x - h * dim;
         qs[x] = E::ld(q, (((u64)b * nq + kh * g + h) * T + t) * dim + d) * scale;
     }
-    __syncthreads();
-    const u64 kbase = ((u64)b * nk + kh) * S * dim;
-    // Scores: one thread per key; the key's 64-element slices are loaded once into registers
-    // (8 independent 16-byte loads), then each of the g heads (a runtime loop: no work for
-    // heads that do not exist) reads its query with 16-byte shared loads.
-    for (u32 j = tid; j < n; j += ATT_THREADS) {
-        const u64 krow = kbase + (u64)(start + j) * dim;
-        for (u32 d0 = 0; d0 < dim; d0 += 64) {
-            float k8[8][8];
-#pragma unroll
-            for (u32 u = 0; u < 8; ++u)
-                if (d0 + u * 8 < dim) Vec8<E>::load(kc, krow + d0 + u * 8, k8[u]);
+    if (tid < 16) {
+        stat[tid][0] = -INFINITY;
+        stat[tid][1] = 0.f;
+    }
+    const u32 n_out = g * dim;
+    for (u32 o = tid; o < n_out; o += ATT_THREADS) os[o] = 0.f;
+    for (u32 t0 = 0; t0 < n; t0 += tile) {
+        const u32 pn = min(tile, n - t0);
+        if (t0 > 0) stage(t0, pn);
+        cp_async_wait_all();
+        __syncthreads();
+        // Scores: one thread per key, its row read 16 bytes at a time; each of the g heads
+        // (a runtime loop) reads its query with 16-byte shared loads.
+        for (u32 j = tid; j < pn; j += ATT_THREADS) {
+            const Elem* kr = kt + j * rp;
             for (u32 h = 0; h < g; ++h) {
-                const float* qh = qs + h * dim + d0;
+                const float* qh = qs + h * dim;
                 float a = 0.f;
-#pragma unroll
-                for (u32 u = 0; u < 8; ++u) {
-                    if (d0 + u * 8 < dim) {
-                        const float4 q0 = *reinterpret_cast<const float4*>(qh + u * 8);
-                        const float4 q1 = *reinterpret_cast<const float4*>(qh + u * 8 + 4);
-                        a += q0.x * k8[u][0] + q0.y * k8[u][1] + q0.z * k8[u][2] + q0.w * k8[u][3] + q1.x * k8[u][4] +
-                             q1.y * k8[u][5] + q1.z * k8[u][6] + q1.w * k8[u][7];
-                    }
+                for (u32 d = 0; d < dim; d += 8) {
+                    float k8[8];
+                    Vec8<E>::load(kr, d, k8);
+                    const float4 q0 = *reinterpret_cast<const float4*>(qh + d);
+                    const float4 q1 = *reinterpret_cast<const float4*>(qh + d + 4);
+                    a += q0.x * k8[0] + q0.y * k8[1] + q0.z * k8[2] + q0.w * k8[3] + q1.x * k8[4] + q1.y * k8[5] +
+                         q1.z * k8[6] + q1.w * k8[7];
                 }
-                sc[h * max_chunk + j] = d0 == 0 ? a : sc[h * max_chunk + j] + a;
+                sc[h * tile + j] = a;
             }
         }
-    }
-    __syncthreads();
-    // Per head: the chunk's largest score, the exponentials, their sum.
-    for (u32 h = warp; h < g; h += ATT_THREADS / 32) {
-        float m = -INFINITY;
-        for (u32 j = lane; j < n; j += 32) m = fmaxf(m, sc[h * max_chunk + j]);
-        m = warp_max(m);
-        float l = 0.f;
-        for (u32 j = lane; j < n; j += 32) {
-            const float e = __expf(sc[h * max_chunk + j] - m);
-            sc[h * max_chunk + j] = e;
-            l += e;
+        __syncthreads();
+        // Per head: the running max, the tile's exponentials, the running sum, the rescale
+        // of what was accumulated before.
+        for (u32 h = warp; h < g; h += ATT_THREADS / 32) {
+            float m = -INFINITY;
+            for (u32 j = lane; j < pn; j += 32) m = fmaxf(m, sc[h * tile + j]);
+            m = warp_max(m);
+            const float mo = stat[h][0], mn = fmaxf(mo, m);
+            float l = 0.f;
+            for (u32 j = lane; j < pn; j += 32) {
+                const float e = __expf(sc[h * tile + j] - mn);
+                sc[h * tile + j] = e;
+                l += e;
+            }
+            l = warp_sum(l);
+            if (lane == 0) {
+                const float r = __expf(mo - mn);
+                stat[h][0] = mn;
+                stat[h][1] = stat[h][1] * r + l;
+                stat[h][2] = r;
+            }
         }
-        l = warp_sum(l);
-        if (lane == 0) {
-            stat[h][0] = m;
-            stat[h][1] = l;
-        }
-    }
-    __syncthreads();
-    // Values: each thread owns 8 dims of one key group; groups split the chunk's keys.
-    const u32 slots = dim / 8, groups = ATT_THREADS / slots;
-    const u32 slot = tid % slots, grp = tid / slots;
-    for (u32 h0 = 0; h0 < g; h0 += 4) {
-        float acc[4][8];
-#pragma unroll
-        for (u32 h = 0; h < 4; ++h)
-#pragma unroll
-            for (u32 k = 0; k < 8; ++k) acc[h][k] = 0.f;
-        if (grp < groups) {
+        __syncthreads();
+        // Values: each thread its outputs (head, dim), over the tile's keys.
+        for (u32 o = tid; o < n_out; o += ATT_THREADS) {
+            const u32 h = o / dim, d = o - h * dim;
+            const float* ph = sc + h * tile;
+            float a = os[o] * stat[h][2];
 #pragma unroll 4
-            for (u32 j = grp; j < n; j += groups) {
-                float v8[8];
-                Vec8<E>::load(vc, kbase + (u64)(start + j) * dim + slot * 8, v8);
-#pragma unroll
-                for (u32 h = 0; h < 4; ++h) {
-                    if (h0 + h < g) {
-                        const float p = sc[(h0 + h) * max_chunk + j];
-#pragma unroll
-                        for (u32 k = 0; k < 8; ++k) acc[h][k] += p * v8[k];
-                    }
-                }
-            }
-#pragma unroll
-            for (u32 h = 0; h < 4; ++h)
-#pragma unroll
-                for (u32 k = 0; k < 8; ++k) red[(grp * 4 + h) * dim + slot * 8 + k] = acc[h][k];
+            for (u32 j = 0; j < pn; ++j) a += ph[j] * E::ld(vt, (u64)j * rp + d);
+            os[o] = a;
         }
-        __syncthreads();
-        for (u32 x = tid; x < 4 * dim; x += ATT_THREADS) {
-            const u32 h = x / dim, d = x - h * dim;
-            if (h0 + h >= g) continue;
-            float s = 0.f;
-            for (u32 r = 0; r < groups; ++r) s += red[(r * 4 + h) * dim + d];
-            if (ns == 1) {
-                // One chunk holds the whole prefix: the result, with no partials to combine.
-                E::st(out, (((u64)b * T + t) * nq + kh * g + h0 + h) * dim + d, s / stat[h0 + h][1]);
-                continue;
-            }
-            float* o = part + ((((u64)b * nq + kh * g + h0 + h) * T + t) * nsplit + c) * (dim + 2);
-            o[d] = s;
+        __syncthreads();  // the next tile overwrites the keys, values and scores
+    }
+    for (u32 o = tid; o < n_out; o += ATT_THREADS) {
+        const u32 h = o / dim, d = o - h * dim;
+        if (ns == 1) {
+            // One chunk holds the whole prefix: the result, with no partials to combine.
+            E::st(out, (((u64)b * T + t) * nq + kh * g + h) * dim + d, os[o] / stat[h][1]);
+        } else {
+            float* po = part + ((((u64)b * nq + kh * g + h) * T + t) * nsplit + c) * (dim + 2);
+            po[d] = os[o];
             if (d == 0) {
-                o[dim] = stat[h0 + h][0];
-                o[dim + 1] = stat[h0 + h][1];
+                po[dim] = stat[h][0];
+                po[dim + 1] = stat[h][1];
             }
         }
-        __syncthreads();
     }
     if (ns == 1) return;
     // The last block of this (b, kh, t) combines every chunk.
@@ -920,8 +932,8 @@ __device__ void sample(const typename E::T* logits, u32 V, const float* params, 
     }                                                                                                     \
     extern "C" __global__ void attention_##SUF(const E::T* q, const E::T* kc, const E::T* vc, const u32* pos,   \
                                               u32 T, u32 nq, u32 nk, u32 S, u32 dim, u32 nsplit, u32 max_chunk, \
-                                              float scale, float* part, u32* counters, E::T* out) {           \
-        attention<E>(q, kc, vc, pos, T, nq, nk, S, dim, nsplit, max_chunk, scale, part, counters, out);        \
+                                              u32 tile, float scale, float* part, u32* counters, E::T* out) { \
+        attention<E>(q, kc, vc, pos, T, nq, nk, S, dim, nsplit, max_chunk, tile, scale, part, counters, out);  \
     }                                                                                                         \
     extern "C" __global__ void add_rms_norm_##SUF(const E::T* x, const E::T* delta, const E::T* w,        \
                                                  u32 cols, float eps, E::T* sum_out, E::T* y) {           \

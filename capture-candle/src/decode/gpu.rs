@@ -97,29 +97,31 @@ pub(crate) fn rope_write(a: &RopeWrite<'_>) -> Result<()> {
 const ATT_THREADS: u32 = 128;
 /// Token rows per call that a cache's own counters cover (prefill runs in chunks of 256).
 pub(crate) const COUNTER_TOKENS: usize = 256;
-/// Most chunks the prefix is cut into (the grid's depth), unless the cache is so long that a
-/// chunk would not fit in shared memory.
+/// Most chunks the prefix is cut into (the grid's depth).
 const ATT_SPLITS: usize = 32;
+/// Shared memory a block may use without opting in to more.
+const ATT_SMEM: usize = 48 * 1024;
 
-/// The attention grid's depth and longest chunk for `g` query heads per key head of `dim`,
-/// over a cache of `max_seq`: `None` when no chunking fits in shared memory.
-pub(crate) fn attention_split(g: usize, dim: usize, max_seq: usize) -> Option<(usize, usize)> {
-    let fixed = g * dim + (ATT_THREADS as usize / (dim / 8)) * 4 * dim;
-    let cap = ((48 * 1024 / 4usize).checked_sub(fixed)? / g) / 32 * 32;
-    if cap < 32 {
-        return None;
-    }
-    let splits = ATT_SPLITS.max(max_seq.div_ceil(cap)).min(max_seq.div_ceil(32));
-    // The kernel's chunks are at least 128 keys (or the cap) and cover max_seq in `splits`.
-    let chunk = (max_seq.div_ceil(splits).div_ceil(32) * 32).max(cap.min(128));
-    Some((splits, chunk))
+/// Bytes of shared memory the attention kernel's block uses: the scaled queries, the outputs
+/// and a tile's scores (f32), and a tile of keys and of values (rows padded by 16 bytes).
+fn attention_smem(g: usize, dim: usize, elem: usize, tile: usize) -> usize {
+    8 * g * dim + 4 * g * tile + 2 * tile * (dim * elem + 16)
 }
 
-/// Dynamic shared memory of the attention kernel: the scaled queries, the chunk's scores,
-/// and the value partials of every key group.
-fn attention_smem(g: usize, dim: usize, max_chunk: usize) -> usize {
-    let groups = ATT_THREADS as usize / (dim / 8);
-    (g * dim + g * max_chunk + groups * 4 * dim) * 4
+/// The attention grid's depth, longest chunk and tile (keys staged in shared memory at a
+/// time) for `g` query heads per key head of `dim` elements of `elem` bytes, over a cache of
+/// `max_seq`: `None` when not even 8 keys fit in shared memory.
+pub(crate) fn attention_split(g: usize, dim: usize, elem: usize, max_seq: usize) -> Option<(usize, usize, usize)> {
+    let per_key = 4 * g + 2 * (dim * elem + 16);
+    let tile = (ATT_SMEM.checked_sub(8 * g * dim)? / per_key / 8 * 8).min(256);
+    if tile < 8 {
+        return None;
+    }
+    let splits = ATT_SPLITS.min(max_seq.div_ceil(32));
+    // The kernel's chunks are at least 128 keys and cover max_seq in `splits`; a tile need not
+    // be longer than a chunk (less shared memory a block, more blocks a multiprocessor).
+    let chunk = (max_seq.div_ceil(splits).div_ceil(32) * 32).max(128);
+    Some((splits, chunk, tile.min(chunk)))
 }
 
 /// Decode attention in one kernel: partial results per chunk into an f32 scratch tensor, and
@@ -142,7 +144,8 @@ pub(crate) fn attention(
         }
     }
     let g = nq / nk;
-    let Some((nsplit, max_chunk)) = attention_split(g, dim, max_seq) else {
+    let elem = q.dtype().size_in_bytes();
+    let Some((nsplit, max_chunk, tile)) = attention_split(g, dim, elem, max_seq) else {
         candle_core::bail!("attention: {g} query heads per key head of {dim} do not fit a block's shared memory");
     };
     // The counters the last block of each (row, head, token) finds: the cache's own (kept
@@ -162,7 +165,7 @@ pub(crate) fn attention(
     let cfg = LaunchConfig {
         grid_dim: ((b * nk) as u32, t as u32, nsplit as u32),
         block_dim: (ATT_THREADS, 1, 1),
-        shared_mem_bytes: attention_smem(g, dim, max_chunk) as u32,
+        shared_mem_bytes: attention_smem(g, dim, elem, tile) as u32,
     };
     let args = [
         addr(Some(q))?,
@@ -176,6 +179,7 @@ pub(crate) fn attention(
         Arg::U32(dim as u32),
         Arg::U32(nsplit as u32),
         Arg::U32(max_chunk as u32),
+        Arg::U32(tile as u32),
         Arg::F32(scale),
         addr(Some(&part))?,
         addr(Some(counters))?,

@@ -273,7 +273,7 @@ pub fn attention(q: &Tensor, cache: &KvCache, pos: &Tensor, scale: f32) -> Resul
     fits_u32(OP, "tokens", t)?;
     Ok(match on(OP, q)? {
         On::Cuda => {
-            if dim % 8 != 0 || dim > 256 || gpu::attention_split(nq / nk, dim, s).is_none() {
+            if dim % 8 != 0 || dim > 256 || gpu::attention_split(nq / nk, dim, q.dtype().size_in_bytes(), s).is_none() {
                 return Err(Error::operands(
                     OP,
                     format!("the CUDA kernel takes head_dim a multiple of 8 up to 256 (got {dim})"),
