@@ -135,7 +135,7 @@ __device__ void rope_write(const typename E::T* src, u32 stride, u32 col0, const
 // the position, not with S. When one chunk holds the whole prefix, its block writes the
 // result directly; otherwise the block that finishes last of a (b, kh, t)'s chunks (counted
 // in `counters` [B*nk*T], which it sets back to 0) combines them into out [B, T, nq*dim].
-// dim must be a multiple of 8 and at most 256; g at most 16; tile a multiple of 8.
+// dim must be a multiple of 8 and at most 256; g at most 16; tile a multiple of 4.
 #define ATT_THREADS 128
 
 // 8 consecutive elements as floats (16-bit types: one 16-byte load; f32: two).

@@ -204,20 +204,28 @@ fn reference_attention(q: &Tensor, k: &Tensor, v: &Tensor, pos: &[u32], scale: f
     out
 }
 
+/// Attention against the plain computation: small heads (one tile a chunk on CUDA), and the
+/// largest shape the kernel takes, 16 query heads a key head of 256 (a chunk in several tiles
+/// of shared memory, 4 keys a tile in f32).
 fn attention(dev: &Device) {
-    let (b, nq, nk, d, s) = (3, 8, 2, 16, 300);
-    for (t, pos) in [(1usize, [0u32, 129, 298]), (3, [5, 127, 200])] {
-        for dtype in DTYPES {
-            let cache = KvCache::new(b, nk, s, d, dtype, dev).unwrap();
-            cache.k().slice_set(&rand(&[b, nk, s, d], dtype, dev, 4), 0, 0).unwrap();
-            cache.v().slice_set(&rand(&[b, nk, s, d], dtype, dev, 5), 0, 0).unwrap();
-            let q = rand(&[b, nq, t, d], dtype, dev, 6);
-            let scale = 1.0 / (d as f64).sqrt();
-            let got = decode::attention(&q, &cache, &u32t(&pos, dev), scale as f32).unwrap();
-            assert_eq!(got.dims(), [b, t, nq * d]);
-            let want = reference_attention(&q, cache.k(), cache.v(), &pos, scale);
-            let e = rel_err(&f32s(&got), &want);
-            assert!(e < tol(dtype) * 2.0, "t={t} {dtype:?}: rel err {e}");
+    let shapes = [
+        ((3, 8, 2, 16, 300), [(1usize, [0u32, 129, 298]), (3, [5, 127, 200])]),
+        ((3, 32, 2, 256, 300), [(1, [3, 130, 299]), (2, [0, 64, 290])]),
+    ];
+    for ((b, nq, nk, d, s), cases) in shapes {
+        for (t, pos) in cases {
+            for dtype in DTYPES {
+                let cache = KvCache::new(b, nk, s, d, dtype, dev).unwrap();
+                cache.k().slice_set(&rand(&[b, nk, s, d], dtype, dev, 4), 0, 0).unwrap();
+                cache.v().slice_set(&rand(&[b, nk, s, d], dtype, dev, 5), 0, 0).unwrap();
+                let q = rand(&[b, nq, t, d], dtype, dev, 6);
+                let scale = 1.0 / (d as f64).sqrt();
+                let got = decode::attention(&q, &cache, &u32t(&pos, dev), scale as f32).unwrap();
+                assert_eq!(got.dims(), [b, t, nq * d]);
+                let want = reference_attention(&q, cache.k(), cache.v(), &pos, scale);
+                let e = rel_err(&f32s(&got), &want);
+                assert!(e < tol(dtype) * 2.0, "d={d} nq={nq} t={t} {dtype:?}: rel err {e}");
+            }
         }
     }
 }

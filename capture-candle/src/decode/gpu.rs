@@ -110,11 +110,12 @@ fn attention_smem(g: usize, dim: usize, elem: usize, tile: usize) -> usize {
 
 /// The attention grid's depth, longest chunk and tile (keys staged in shared memory at a
 /// time) for `g` query heads per key head of `dim` elements of `elem` bytes, over a cache of
-/// `max_seq`: `None` when not even 8 keys fit in shared memory.
+/// `max_seq`: `None` when not even 4 keys fit in shared memory (never for g <= 16 and
+/// dim <= 256, the shapes [`super::attention`] takes).
 pub(crate) fn attention_split(g: usize, dim: usize, elem: usize, max_seq: usize) -> Option<(usize, usize, usize)> {
     let per_key = 4 * g + 2 * (dim * elem + 16);
-    let tile = (ATT_SMEM.checked_sub(8 * g * dim)? / per_key / 8 * 8).min(256);
-    if tile < 8 {
+    let tile = (ATT_SMEM.checked_sub(8 * g * dim)? / per_key / 4 * 4).min(256);
+    if tile < 4 {
         return None;
     }
     let splits = ATT_SPLITS.min(max_seq.div_ceil(32));
