@@ -220,22 +220,29 @@ __device__ void attention(const typename E::T* q, const typename E::T* kc, const
         if (t0 > 0) stage(t0, pn);
         cp_async_wait_all();
         __syncthreads();
-        // Scores: one thread per key, its row read 16 bytes at a time; each of the g heads
-        // (a runtime loop) reads its query with 16-byte shared loads.
+        // Scores: one thread per key, its row read 16 bytes at a time, four heads at once
+        // (four independent sums); each head reads its query with 16-byte shared loads.
         for (u32 j = tid; j < pn; j += ATT_THREADS) {
             const Elem* kr = kt + j * rp;
-            for (u32 h = 0; h < g; ++h) {
-                const float* qh = qs + h * dim;
-                float a = 0.f;
+            for (u32 h0 = 0; h0 < g; h0 += 4) {
+                float a[4] = {0.f, 0.f, 0.f, 0.f};
                 for (u32 d = 0; d < dim; d += 8) {
                     float k8[8];
                     Vec8<E>::load(kr, d, k8);
-                    const float4 q0 = *reinterpret_cast<const float4*>(qh + d);
-                    const float4 q1 = *reinterpret_cast<const float4*>(qh + d + 4);
-                    a += q0.x * k8[0] + q0.y * k8[1] + q0.z * k8[2] + q0.w * k8[3] + q1.x * k8[4] + q1.y * k8[5] +
-                         q1.z * k8[6] + q1.w * k8[7];
+#pragma unroll
+                    for (u32 hh = 0; hh < 4; ++hh) {
+                        if (h0 + hh < g) {
+                            const float* qh = qs + (h0 + hh) * dim + d;
+                            const float4 q0 = *reinterpret_cast<const float4*>(qh);
+                            const float4 q1 = *reinterpret_cast<const float4*>(qh + 4);
+                            a[hh] += q0.x * k8[0] + q0.y * k8[1] + q0.z * k8[2] + q0.w * k8[3] + q1.x * k8[4] +
+                                     q1.y * k8[5] + q1.z * k8[6] + q1.w * k8[7];
+                        }
+                    }
                 }
-                sc[h * tile + j] = a;
+#pragma unroll
+                for (u32 hh = 0; hh < 4; ++hh)
+                    if (h0 + hh < g) sc[(h0 + hh) * tile + j] = a[hh];
             }
         }
         __syncthreads();
@@ -265,10 +272,18 @@ __device__ void attention(const typename E::T* q, const typename E::T* kc, const
         for (u32 o = tid; o < n_out; o += ATT_THREADS) {
             const u32 h = o / dim, d = o - h * dim;
             const float* ph = sc + h * tile;
-            float a = os[o] * stat[h][2];
-#pragma unroll 4
-            for (u32 j = 0; j < pn; ++j) a += ph[j] * E::ld(vt, (u64)j * rp + d);
-            os[o] = a;
+            const Elem* vd = vt + d;
+            // Four independent sums over the keys, added at the end.
+            float a0 = 0.f, a1 = 0.f, a2 = 0.f, a3 = 0.f;
+            u32 j = 0;
+            for (; j + 4 <= pn; j += 4) {
+                a0 += ph[j] * E::ld(vd, (u64)j * rp);
+                a1 += ph[j + 1] * E::ld(vd, (u64)(j + 1) * rp);
+                a2 += ph[j + 2] * E::ld(vd, (u64)(j + 2) * rp);
+                a3 += ph[j + 3] * E::ld(vd, (u64)(j + 3) * rp);
+            }
+            for (; j < pn; ++j) a0 += ph[j] * E::ld(vd, (u64)j * rp);
+            os[o] = os[o] * stat[h][2] + ((a0 + a1) + (a2 + a3));
         }
         __syncthreads();  // the next tile overwrites the keys, values and scores
     }
