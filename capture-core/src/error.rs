@@ -25,6 +25,45 @@ impl fmt::Display for OpSite {
     }
 }
 
+/// A use of memory a graph does not own, as [`Error::NotOwned`] reports it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct NotOwned {
+    /// The capture's id.
+    pub capture: u64,
+    /// The node's index in the graph, in creation order.
+    pub node: usize,
+    /// What the node is: "kernel `affine_f32`", "256-byte copy", …
+    pub node_kind: String,
+    /// The library operation that recorded it and its call site, where known.
+    pub op: Option<OpSite>,
+    /// Where in the node the address is: "parameter 2", "the word at byte 40 of parameter
+    /// 0", "the copy's source", …
+    pub place: String,
+    /// The address.
+    pub addr: u64,
+    /// The allocation the address falls in, as the device names it.
+    pub allocation: crate::device::snapshot::Target,
+    /// How many other uses of memory the graph does not own the proof found.
+    pub more: usize,
+    /// What to do, in the words of the integration that asked for the proof.
+    pub hint: String,
+}
+
+impl fmt::Display for NotOwned {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "capture #{}: node {}, {}", self.capture, self.node, self.node_kind)?;
+        if let Some(op) = &self.op {
+            write!(f, " ({op})")?;
+        }
+        write!(f, ": {} is {:#x}, {}, which the graph does not own", self.place, self.addr, self.allocation)?;
+        if self.more > 0 {
+            write!(f, " (and {} more such use(s))", self.more)?;
+        }
+        write!(f, ". {}", self.hint)
+    }
+}
+
 /// Everything that can go wrong, each variant with what to do about it.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -305,6 +344,13 @@ pub enum Error {
         /// Why it failed.
         source: Box<Error>,
     },
+
+    /// The ownership proof refused a graph: a node uses an address that is neither graph
+    /// memory nor inside memory the graph was declared to own
+    /// ([`own::prove`](crate::own::prove)). Replaying it could read or write memory that
+    /// whoever really holds it frees or reuses after the capture.
+    #[error("{0}")]
+    NotOwned(Box<NotOwned>),
 
     /// The capture recorded nothing.
     #[error("the capture recorded no work, so there is no graph to replay: issue at least one operation on the capturing stream before `finish()`")]

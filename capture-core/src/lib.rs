@@ -265,6 +265,15 @@
 //! graphs node by node. Every kernel parameter, pointer offset, copy, size or node that
 //! differs is a place where the host value reached the graph, reported with the operation
 //! and call site that recorded it. See [`diff`].
+//!
+//! ## 13. Prove a graph owns every address it uses
+//! Work recorded behind the library's back (a candle op, a cuBLAS call) borrows nothing, so
+//! lifetimes cannot stop its graph from outliving the memory it reads. [`own::prove`] checks
+//! the graph itself instead: every address in its nodes must be graph memory or inside
+//! memory the graph was declared to own, else [`Error::NotOwned`] names the node, the
+//! address and its allocation. capture-candle runs it on every graph it captures. See
+//! [`own`], and `docs/soundness.md` for what the types, the proof and the caller each
+//! guarantee.
 
 #![deny(unsafe_code)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
@@ -314,6 +323,7 @@ pub mod collective;
 pub mod control;
 pub mod diff;
 pub mod engine;
+pub mod own;
 mod pool;
 mod scalar;
 pub mod validate;
@@ -327,7 +337,7 @@ pub use capture_macros::capturable;
 pub use context::Context;
 pub use device::{CaptureMode, DeviceKind, GraphMemUsage, NodeCounts};
 pub use engine::{Fallback, GraphFamily, OwnedGraph, Path, Region};
-pub use error::{CallSite, DriverCode, Error, OpSite, Result};
+pub use error::{CallSite, DriverCode, Error, NotOwned, OpSite, Result};
 pub use event::Event;
 pub use graph::{Graph, InstantiateFlags};
 pub use guard::{CaptureGuard, CaptureOptions, GraphUpdate};

@@ -32,6 +32,13 @@ pub struct GraphSnapshot {
     pub capture_id: u64,
 }
 
+/// Eight little-endian bytes as a `u64`.
+fn le_word(b: &[u8]) -> u64 {
+    let mut w = [0u8; 8];
+    w.copy_from_slice(&b[..8]);
+    u64::from_le_bytes(w)
+}
+
 /// Locates every address of `raw`: inside a graph allocation of the same graph (the latest
 /// allocation node created before the node that uses it, since the driver may hand an
 /// address freed earlier in the graph to a later allocation), or in an allocation `find`
@@ -82,17 +89,24 @@ pub(crate) fn locate(
         .map(|(i, n)| {
             let kind = match n {
                 RawNode::Kernel(mut k) => {
+                    let word = |v: u64| match handles.iter().position(|&h| h == v) {
+                        Some(index) => Some(Target::Condition { index }),
+                        None if v == 0 => None,
+                        None => target(i, v),
+                    };
                     for p in k.params.iter_mut().flatten() {
                         let pointer_typed = p.ty.as_deref().is_none_or(|t| matches!(t, "u64" | "b64" | "s64"));
                         if p.bytes.len() == 8 && pointer_typed {
-                            let mut b = [0u8; 8];
-                            b.copy_from_slice(&p.bytes);
-                            let v = u64::from_le_bytes(b);
-                            p.target = match handles.iter().position(|&h| h == v) {
-                                Some(index) => Some(Target::Condition { index }),
-                                None if v == 0 => None,
-                                None => target(i, v),
-                            };
+                            p.target = word(le_word(&p.bytes));
+                        } else if p.bytes.len() > 8 {
+                            // An opaque block (a struct by value): every aligned word that
+                            // is an address the device knows.
+                            p.words = p
+                                .bytes
+                                .chunks_exact(8)
+                                .enumerate()
+                                .filter_map(|(w, b)| word(le_word(b)).map(|t| (w * 8, t)))
+                                .collect();
                         }
                     }
                     NodeKind::Kernel(k)

@@ -251,9 +251,11 @@ impl Backend for CudaBackend {
                     grid: k.grid,
                     block: k.block,
                     shared_mem_bytes: k.shared,
-                    params: k
-                        .params
-                        .map(|ps| ps.into_iter().map(|bytes| ParamValue { bytes, ty: None, target: None }).collect()),
+                    params: k.params.map(|ps| {
+                        ps.into_iter()
+                            .map(|bytes| ParamValue { bytes, ty: None, target: None, words: Vec::new() })
+                            .collect()
+                    }),
                 }),
                 NodeInfo::Copy { dst, src, bytes, src_host, dst_host } => RawNode::Copy {
                     dst,

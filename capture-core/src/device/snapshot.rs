@@ -118,6 +118,11 @@ pub struct ParamValue {
     /// What it points into, for an 8-byte parameter whose value is an address the device
     /// knows (a pointer) or a condition handle the capture made; `None` for a value.
     pub target: Option<Target>,
+    /// For a parameter larger than 8 bytes (a struct passed by value, such as cuBLAS's
+    /// opaque parameter blocks): each 8-byte-aligned word of it that is an address the
+    /// device knows, as (byte offset in the parameter, what it points into). Empty for a
+    /// parameter of 8 bytes or less.
+    pub words: Vec<(usize, Target)>,
 }
 
 /// A kernel node.

@@ -1,3 +1,4 @@
 //! Unit tests that span layers: they use the crate's private items from above every layer.
 
 mod conformance;
+mod opaque_params;

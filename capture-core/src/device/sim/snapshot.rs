@@ -85,7 +85,12 @@ fn kernel(st: &State, name: &str, grid: (u32, u32, u32), block: (u32, u32, u32),
         .map(|(i, slot)| {
             let p = sig.and_then(|s| s.params.get(i));
             let n = p.map_or(8, |p| p.bytes.min(8));
-            ParamValue { bytes: slot.to_le_bytes()[..n].to_vec(), ty: p.map(|p| p.ty.clone()), target: None }
+            ParamValue {
+                bytes: slot.to_le_bytes()[..n].to_vec(),
+                ty: p.map(|p| p.ty.clone()),
+                target: None,
+                words: Vec::new(),
+            }
         })
         .collect();
     KernelNode { name: name.to_owned(), grid, block, shared_mem_bytes: 0, params: Some(params) }
