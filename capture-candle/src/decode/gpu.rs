@@ -99,8 +99,12 @@ const ATT_THREADS: u32 = 128;
 pub(crate) const COUNTER_TOKENS: usize = 256;
 /// Most chunks the prefix is cut into (the grid's depth).
 const ATT_SPLITS: usize = 32;
-/// Shared memory a block may use without opting in to more.
-const ATT_SMEM: usize = 48 * 1024;
+/// Dynamic shared memory the attention block may use: 48 KiB, what a block may use without
+/// opting in to more, less the kernel's static shared memory (`stat[16][3]` and `last` in
+/// kernels/decode.cu, 196 bytes, rounded up). Issue #31: without the static part, a Llama
+/// layout in f32 (4 query heads a key head of 64) asked for 49,088 dynamic bytes, 49,284 in
+/// all, and every launch failed with CUDA_ERROR_INVALID_VALUE.
+const ATT_SMEM: usize = 48 * 1024 - 256;
 
 /// Bytes of shared memory the attention kernel's block uses: the scaled queries, the outputs
 /// and a tile's scores (f32), and a tile of keys and of values (rows padded by 16 bytes).
