@@ -30,6 +30,8 @@ pub struct GraphSnapshot {
     pub edges: Vec<(usize, usize)>,
     /// The capture's id within its context.
     pub capture_id: u64,
+    /// How long reading the graph's nodes and locating their addresses took.
+    pub describe_time: std::time::Duration,
 }
 
 /// Eight little-endian bytes as a `u64`.
@@ -124,5 +126,5 @@ pub(crate) fn locate(
             SnapNode { kind, op: ops.next().flatten().map(|(op, site)| OpSite { op, site }) }
         })
         .collect();
-    GraphSnapshot { nodes, edges: raw.edges, capture_id }
+    GraphSnapshot { nodes, edges: raw.edges, capture_id, describe_time: std::time::Duration::ZERO }
 }

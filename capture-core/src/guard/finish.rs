@@ -25,6 +25,7 @@ impl Drop for Ended<'_, '_> {
 impl Ended<'_, '_> {
     /// Describes the graph node by node (see [`CaptureGuard::finish_snapshot`]).
     pub(crate) fn describe(&self) -> Result<GraphSnapshot> {
+        let started = std::time::Instant::now();
         let ctx = self.guard.idle.ctx.clone();
         let b = ctx.b();
         let (Some(graph), Some(report)) = (self.graph, self.report.as_ref()) else {
@@ -61,7 +62,9 @@ impl Ended<'_, '_> {
                 }
             }
         }
-        Ok(crate::snapshot::locate(raw, ops, report.capture_id, &book.cond_handles, |a| b.locate(a)))
+        let mut snap = crate::snapshot::locate(raw, ops, report.capture_id, &book.cond_handles, |a| b.locate(a));
+        snap.describe_time = started.elapsed();
+        Ok(snap)
     }
 }
 

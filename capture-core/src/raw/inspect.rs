@@ -131,6 +131,89 @@ unsafe fn param_layout(func: sys::CUfunction, kern: sys::CUkernel) -> Option<Vec
     Some(out)
 }
 
+/// The driver's `cuGraphNodeGetParams` (not in cudarc's CUDA 13.0 bindings), where the
+/// installed driver exports it.
+type NodeGetParams = unsafe extern "C" fn(sys::CUgraphNode, *mut sys::CUgraphNodeParams) -> sys::CUresult;
+
+fn node_get_params() -> Option<NodeGetParams> {
+    static F: std::sync::OnceLock<Option<NodeGetParams>> = std::sync::OnceLock::new();
+    *F.get_or_init(|| {
+        // SAFETY: opens the driver library cudarc has already loaded (its initialisers ran);
+        // the handle is leaked below so the symbol stays valid for the process.
+        let lib = unsafe { libloading::Library::new("libcuda.so.1") }.ok()?;
+        // SAFETY: the symbol's C signature is `CUresult cuGraphNodeGetParams(CUgraphNode,
+        // CUgraphNodeParams*)` (cuda.h), which `NodeGetParams` spells.
+        let f = unsafe { lib.get::<NodeGetParams>(b"cuGraphNodeGetParams\0") }.ok().map(|s| *s);
+        std::mem::forget(lib);
+        f
+    })
+}
+
+/// A kernel node's cluster dimensions, for naming a node whose parameters cannot be read.
+///
+/// # Safety
+/// `node` must be a kernel node of a live graph.
+unsafe fn cluster_dims(node: sys::CUgraphNode) -> Option<(u32, u32, u32)> {
+    let mut v = MaybeUninit::<sys::CUkernelNodeAttrValue>::zeroed();
+    // SAFETY: `node` is a kernel node (caller); `v` is written on success.
+    let r = unsafe {
+        sys::cuGraphKernelNodeGetAttribute(
+            node,
+            sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION,
+            v.as_mut_ptr(),
+        )
+    };
+    // SAFETY: on success the driver wrote the cluster dimensions (zeroed before).
+    (r == sys::CUresult::CUDA_SUCCESS).then(|| unsafe {
+        let c = v.assume_init().clusterDim;
+        (c.x, c.y, c.z)
+    })
+}
+
+/// The parameters of a kernel launched with one packed buffer (`extra` holding
+/// `CU_LAUNCH_PARAM_BUFFER_POINTER` and `CU_LAUNCH_PARAM_BUFFER_SIZE`, as cuBLAS launches its
+/// Hopper kernels): the buffer's bytes, as one by-value block; `None` when `extra` says
+/// neither.
+///
+/// # Safety
+/// `extra` must be null or a kernel node's `extra` array as the driver returned it: pairs of
+/// key and value ending with `CU_LAUNCH_PARAM_END`, owned by the node while it lives.
+unsafe fn packed_params(extra: *mut *mut std::ffi::c_void) -> Option<Vec<u8>> {
+    // The keys are the small integers cuda.h defines as pointers.
+    const END: usize = sys::CU_LAUNCH_PARAM_END_AS_INT as usize;
+    const POINTER: usize = sys::CU_LAUNCH_PARAM_BUFFER_POINTER_AS_INT as usize;
+    const SIZE: usize = sys::CU_LAUNCH_PARAM_BUFFER_SIZE_AS_INT as usize;
+    // A launch array is a handful of pairs; more means it is not one.
+    const MAX_PAIRS: usize = 64;
+    if extra.is_null() {
+        return None;
+    }
+    let (mut buf, mut size): (*const u8, *const usize) = (std::ptr::null(), std::ptr::null());
+    for i in 0..MAX_PAIRS {
+        // SAFETY: the array holds pairs up to its END key (caller), read one slot at a time
+        // and never past END.
+        let key = unsafe { *extra.add(2 * i) } as usize;
+        if key == END {
+            break;
+        }
+        // SAFETY: a key other than END is followed by its value.
+        let value = unsafe { *extra.add(2 * i + 1) };
+        match key {
+            POINTER => buf = value as *const u8,
+            SIZE => size = value as *const usize,
+            _ => {}
+        }
+    }
+    if buf.is_null() || size.is_null() {
+        return None;
+    }
+    // SAFETY: the SIZE value points at the buffer's size (a size_t), and the POINTER value at
+    // that many bytes, both owned by the node (caller).
+    let n = unsafe { *size };
+    // A kernel takes at most 32 KiB of parameters.
+    (n <= 32 * 1024).then(|| unsafe { std::slice::from_raw_parts(buf, n) }.to_vec())
+}
+
 /// A kernel node's launch and parameters.
 ///
 /// # Safety
@@ -138,13 +221,43 @@ unsafe fn param_layout(func: sys::CUfunction, kern: sys::CUkernel) -> Option<Vec
 unsafe fn kernel_info(node: sys::CUgraphNode) -> R<KernelInfo> {
     let mut p = MaybeUninit::<sys::CUDA_KERNEL_NODE_PARAMS>::zeroed();
     // SAFETY: `node` is a kernel node (caller); `p` is written on success.
-    code(unsafe { sys::cuGraphKernelNodeGetParams_v2(node, p.as_mut_ptr()) })?;
-    // SAFETY: initialised by the successful call (and zeroed before it).
-    let p = unsafe { p.assume_init() };
+    let r = unsafe { sys::cuGraphKernelNodeGetParams_v2(node, p.as_mut_ptr()) };
+    let p = if r == sys::CUresult::CUDA_ERROR_LOSSY_QUERY {
+        // The node holds what this struct cannot say (seen on an H100 for cuBLAS's kernels
+        // in candle's bf16 and f16 matmuls): ask through the generic node parameters, whose
+        // kernel struct (v3) has the same fields, where the driver has that entry point.
+        let Some(get) = node_get_params() else { return Err(code(r).unwrap_err()) };
+        let mut g = MaybeUninit::<sys::CUgraphNodeParams>::zeroed();
+        // SAFETY: `node` is live (caller); `g` is written on success; `get` is the driver's
+        // `cuGraphNodeGetParams`, whose C signature `node_get_params` declares.
+        code(unsafe { get(node, g.as_mut_ptr()) })?;
+        // SAFETY: initialised by the successful call (and zeroed before it); the node is a
+        // kernel node, so the union's `kernel` member is the one the driver wrote.
+        let k = unsafe { g.assume_init().__bindgen_anon_1.kernel };
+        sys::CUDA_KERNEL_NODE_PARAMS {
+            func: k.func,
+            gridDimX: k.gridDimX,
+            gridDimY: k.gridDimY,
+            gridDimZ: k.gridDimZ,
+            blockDimX: k.blockDimX,
+            blockDimY: k.blockDimY,
+            blockDimZ: k.blockDimZ,
+            sharedMemBytes: k.sharedMemBytes,
+            kernelParams: k.kernelParams,
+            extra: k.extra,
+            kern: k.kern,
+            ctx: k.ctx,
+        }
+    } else {
+        code(r)?;
+        // SAFETY: initialised by the successful call (and zeroed before it).
+        unsafe { p.assume_init() }
+    };
     // SAFETY: the handles come from the node's parameters.
     let name = unsafe { kernel_name(p.func, p.kern) };
     let params = if p.kernelParams.is_null() {
-        None
+        // SAFETY: `extra` is the node's own launch array (or null), as the driver gave it.
+        unsafe { packed_params(p.extra) }.map(|b| vec![b])
     } else {
         // SAFETY: as above.
         unsafe { param_layout(p.func, p.kern) }.map(|layout| {
@@ -188,8 +301,19 @@ unsafe fn node_info(node: sys::CUgraphNode) -> R<NodeInfo> {
     let t = unsafe { t.assume_init() };
     use sys::CUgraphNodeType as T;
     Ok(match t {
-        // SAFETY: a kernel node of a live graph.
-        T::CU_GRAPH_NODE_TYPE_KERNEL => NodeInfo::Kernel(unsafe { kernel_info(node) }?),
+        // SAFETY: a kernel node of a live graph. A kernel the driver cannot describe is
+        // listed without parameters (what it reads cannot be proved), not a failed snapshot.
+        T::CU_GRAPH_NODE_TYPE_KERNEL => NodeInfo::Kernel(unsafe { kernel_info(node) }.unwrap_or_else(|c| KernelInfo {
+            // SAFETY: a kernel node of a live graph.
+            name: match unsafe { cluster_dims(node) } {
+                Some(d) => format!("(a kernel the driver cannot describe: {c}; clusters of {d:?})"),
+                None => format!("(a kernel the driver cannot describe: {c})"),
+            },
+            grid: (0, 0, 0),
+            block: (0, 0, 0),
+            shared: 0,
+            params: None,
+        })),
         T::CU_GRAPH_NODE_TYPE_MEMCPY => {
             let mut p = MaybeUninit::<sys::CUDA_MEMCPY3D>::zeroed();
             // SAFETY: a memcpy node; `p` is written on success.
@@ -273,9 +397,14 @@ pub(crate) unsafe fn graph_snapshot(g: usize) -> R<(Vec<NodeInfo>, Edges)> {
     if m > 0 {
         let mut from: Vec<sys::CUgraphNode> = vec![std::ptr::null_mut(); m];
         let mut to: Vec<sys::CUgraphNode> = vec![std::ptr::null_mut(); m];
-        // SAFETY: both arrays have room for `m` handles; edge data is not asked for (null).
+        // Edge data is asked for too: without it the driver refuses a graph with edges of
+        // non-default data (CUDA_ERROR_LOSSY_QUERY), such as the programmatic-launch edges
+        // cuBLAS's Hopper kernels record (seen on an H100 in candle's bf16 and f16 matmuls).
+        // SAFETY: `CUgraphEdgeData` is plain integers, valid zeroed.
+        let mut data: Vec<sys::CUgraphEdgeData> = vec![unsafe { std::mem::zeroed() }; m];
+        // SAFETY: the three arrays have room for `m` entries; the driver writes at most `m`.
         code(unsafe {
-            sys::cuGraphGetEdges_v2(graph, from.as_mut_ptr(), to.as_mut_ptr(), std::ptr::null_mut(), &mut m)
+            sys::cuGraphGetEdges_v2(graph, from.as_mut_ptr(), to.as_mut_ptr(), data.as_mut_ptr(), &mut m)
         })?;
         for (f, t) in from.iter().zip(&to).take(m) {
             if let (Some(&a), Some(&b)) = (index.get(&(*f as usize)), index.get(&(*t as usize))) {
