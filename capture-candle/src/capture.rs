@@ -40,7 +40,8 @@ impl<'s, 'a> CandleCapture<'s, 'a> {
         Self { guard, _cache: cache, ctx, cudarc }
     }
 
-    /// Ends the capture and instantiates the graph.
+    /// Ends the capture, instantiates the graph and describes it node by node (what the
+    /// ownership proof reads).
     ///
     /// When the step left graph memory allocated (a tensor created during the capture is
     /// still alive), the graph is refused — and, before it is destroyed, launched once and
@@ -53,10 +54,10 @@ impl<'s, 'a> CandleCapture<'s, 'a> {
     /// [`Error::UnfreedGraphMemory`] when a tensor created during the capture is still
     /// alive (its memory would stay allocated after the graph runs, and the next replay
     /// would fail); every error of
-    /// [`CaptureGuard::finish`](capture_core::CaptureGuard::finish).
-    pub(crate) fn finish(self) -> Result<(Graph<'a>, CaptureReport)> {
+    /// [`CaptureGuard::finish_with_snapshot`](capture_core::CaptureGuard::finish_with_snapshot).
+    pub(crate) fn finish_described(self) -> Result<(Graph<'a>, GraphSnapshot, CaptureReport)> {
         let Self { guard, _cache, ctx, cudarc } = self;
-        let (graph, report) = guard.finish()?;
+        let (graph, snapshot, report) = guard.finish_with_snapshot()?;
         drop(_cache);
         let nodes = report.nodes;
         if nodes.mem_alloc > nodes.mem_free {
@@ -67,11 +68,11 @@ impl<'s, 'a> CandleCapture<'s, 'a> {
                 unfreed: nodes.mem_alloc - nodes.mem_free,
             });
         }
-        Ok((graph, report))
+        Ok((graph, snapshot, report))
     }
 
     /// Ends the capture and describes its graph node by node, for a capture diff. A graph
-    /// that left graph memory allocated is run once, as [`finish`](Self::finish) does (so
+    /// that left graph memory allocated is run once, as [`finish_described`](Self::finish_described) does (so
     /// that dropping the tensors the step kept frees memory that exists), and the number of
     /// such allocations is returned rather than refused: the diff reports it.
     pub(crate) fn finish_snapshot(self) -> Result<(GraphSnapshot, CaptureReport, usize)> {

@@ -60,6 +60,7 @@ pub struct Progress {
 }
 
 /// The resources of the decode graphs: the model and the full-batch state.
+#[derive(crate::Resources)]
 pub struct Decoder {
     /// The model.
     pub model: Arc<Model>,

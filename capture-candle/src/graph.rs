@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use capture_core::{AllocPolicy, CaptureOptions, CaptureReport, Graph};
 
 use crate::error::{Error, Result};
+use crate::own::{Ownership, Resources};
 use crate::stream::CandleStream;
 
 /// A captured candle step that owns everything it reads and writes: the resources it was
@@ -33,7 +34,8 @@ use crate::stream::CandleStream;
 /// # Ok(()) }
 /// ```
 ///
-/// Hand them to the graph instead (moved into the closure, or as resources):
+/// Hand them to the graph as resources instead (a tensor moved into the closure is kept alive
+/// too, but the graph cannot list it, so the ownership proof refuses it):
 ///
 /// ```no_run
 /// # fn main() -> Result<(), capture_candle::Error> {
@@ -49,11 +51,22 @@ use crate::stream::CandleStream;
 /// graph.launch(cs.stream())?;
 /// # Ok(()) }
 /// ```
+///
+/// Every capture also proves, from the graph's own nodes, that the graph owns every address it
+/// uses ([`Resources`], [`ownership`](Self::ownership)), and a graph is not `Send`: it is
+/// replayed on the thread that captured it (candle's upload-cache entries it may read live in
+/// that thread):
+///
+/// ```compile_fail,E0277
+/// fn send<T: Send>(_: T) {}
+/// fn f(g: capture_candle::CandleGraph<()>) { send(g) }
+/// ```
 pub struct CandleGraph<R: 'static> {
     // Drop order: the graph (which reads what the rest holds) first.
     graph: Graph<'static>,
     _step: Box<dyn std::any::Any>,
     resources: R,
+    ownership: Ownership,
 }
 
 impl<R: 'static> fmt::Debug for CandleGraph<R> {
@@ -74,6 +87,12 @@ impl<R: 'static> CandleGraph<R> {
     /// The captured graph (replay it with [`Graph::launch`] on [`CandleStream::stream`]).
     pub fn graph(&self) -> &Graph<'static> {
         &self.graph
+    }
+
+    /// How the graph proved at capture that it owns every address it uses (see
+    /// [`Resources`]).
+    pub fn ownership(&self) -> &Ownership {
+        &self.ownership
     }
 }
 
@@ -97,7 +116,7 @@ impl CandleStream {
     #[track_caller]
     pub fn capture_owned<R, F>(&mut self, resources: R, step: F) -> Result<(CandleGraph<R>, CaptureReport)>
     where
-        R: 'static,
+        R: Resources + 'static,
         F: FnMut(&R) -> Result<()> + 'static,
     {
         self.capture_owned_with(CaptureOptions::default(), resources, step)
@@ -116,13 +135,15 @@ impl CandleStream {
         mut step: F,
     ) -> Result<(CandleGraph<R>, CaptureReport)>
     where
-        R: 'static,
+        R: Resources + 'static,
         F: FnMut(&R) -> Result<()> + 'static,
     {
         let g = self.capture_with(options)?;
         step(&resources)?;
-        let (graph, report) = g.finish()?;
-        Ok((CandleGraph { graph, _step: Box::new(step), resources }, report))
+        let (graph, snapshot, report) = g.finish_described()?;
+        // A refusal drops the graph unlaunched: nothing it would read is ever read.
+        let ownership = self.prove_owned(&snapshot, &resources)?;
+        Ok((CandleGraph { graph, _step: Box::new(step), resources, ownership }, report))
     }
 
     /// Captures one graph per batch bucket, largest first, all owning `resources`: `step`
@@ -141,7 +162,7 @@ impl CandleStream {
     #[track_caller]
     pub fn capture_family<R, F>(&mut self, buckets: &[usize], resources: Arc<R>, step: F) -> Result<CandleFamily<R>>
     where
-        R: Send + Sync + 'static,
+        R: Resources + Send + Sync + 'static,
         F: FnMut(&R, usize) -> Result<()> + 'static,
     {
         let mut sorted = buckets.to_vec();

@@ -30,6 +30,7 @@
 //! # use candle_core::{Device, Tensor, DType};
 //! # let device = Device::new_cuda_with_stream(0)?;
 //! # let mut cs = capture_candle::CandleStream::new(&device)?;
+//! #[derive(capture_candle::Resources)] // lists its tensors: the graph owns them
 //! struct Step { w: Tensor, x: Tensor, y: Tensor }
 //! let s = std::sync::Arc::new(Step {
 //!     w: Tensor::randn(0f32, 1.0, (64, 64), &device)?,
@@ -58,6 +59,15 @@
 //!   batch bucket ([`CandleFamily`]) until each sequence stops.
 //!
 //! ## 4. What the capture checks
+//! - The graph owns every address it uses. The resources implement [`Resources`] (they list
+//!   their tensors; there is none for `Mutex`, `RwLock`, `RefCell` or `Cell`, so a tensor
+//!   that could be swapped after the capture does not compile as a resource). Then the
+//!   graph's nodes are read back and every address in them must be graph memory, inside a
+//!   listed tensor, or an entry of candle's upload caches proven to be one; anything else —
+//!   a tensor reached through a lock in the step's closure, a `static`, a thread-local —
+//!   refuses the graph with [`Error::Capture`] holding `capture_core::Error::NotOwned`, which
+//!   names the node, the address and its allocation. See [`Resources`] and
+//!   `docs/soundness.md`.
 //! - Every allocation candle made during the capture must be freed during it: a tensor
 //!   created in the step and still alive at the end is graph memory that the next replay
 //!   cannot reuse ([`Error::UnfreedGraphMemory`]). Write results into tensors made before.
@@ -87,10 +97,22 @@ mod error;
 pub mod generate;
 mod graph;
 pub mod model;
+mod own;
 mod raw;
 mod stream;
 
+/// `#[derive(Resources)]`: see [`Resources`].
+pub use capture_macros::Resources;
 pub use diff::CandleDiff;
 pub use error::{Error, Result};
 pub use graph::{BucketCapture, CandleFamily, CandleGraph};
+pub use own::{Ownership, Resources};
+
+// The derive's expansion names `::capture_candle`, also inside this crate.
+extern crate self as capture_candle;
+
+#[doc(hidden)]
+pub mod __private {
+    pub use candle_core::Tensor;
+}
 pub use stream::CandleStream;

@@ -100,3 +100,139 @@ pub(crate) fn mmap_safetensors(
     // says they must not be modified while the model lives.
     unsafe { candle_core::safetensors::MmapedSafetensors::multi(paths) }
 }
+
+/// The whole memory of a CUDA tensor's storage (every view of it holds all of it):
+/// its first address and its length in bytes; `None` for a tensor not on a CUDA device.
+pub(crate) fn storage_range(t: &Tensor) -> Option<(u64, u64)> {
+    let (storage, _) = t.storage_and_layout();
+    let Storage::Cuda(cs) = &*storage else { return None };
+    let stream = cs.device.cuda_stream();
+    fn range<T>(s: &cudarc::driver::CudaSlice<T>, stream: &std::sync::Arc<cudarc::driver::CudaStream>) -> (u64, u64) {
+        (s.device_ptr(stream).0, s.num_bytes() as u64)
+    }
+    Some(match &cs.slice {
+        S::U8(s) => range(s, &stream),
+        S::U32(s) => range(s, &stream),
+        S::I16(s) => range(s, &stream),
+        S::I32(s) => range(s, &stream),
+        S::I64(s) => range(s, &stream),
+        S::BF16(s) => range(s, &stream),
+        S::F16(s) => range(s, &stream),
+        S::F32(s) => range(s, &stream),
+        S::F64(s) => range(s, &stream),
+        S::F8E4M3(s) => range(s, &stream),
+        // A storage type this crate does not know of: nothing is declared, so any use of it
+        // is refused by the ownership proof rather than trusted.
+        #[allow(unreachable_patterns)]
+        _ => return None,
+    })
+}
+
+/// `bytes` bytes of device memory from `addr`, copied to the host on candle's stream of
+/// `dev` (which is idle: this runs between captures).
+///
+/// # Errors
+/// The driver's, for an address range it does not hold.
+pub(crate) fn read_device(dev: &CudaDevice, addr: u64, bytes: usize) -> candle_core::Result<Vec<u8>> {
+    let stream = dev.cuda_stream();
+    let mut out = vec![0u8; bytes];
+    stream.context().bind_to_thread().map_err(|e| candle_core::Error::Cuda(Box::new(e)))?;
+    // SAFETY: the destination is a host buffer of exactly `bytes` bytes, which outlives the
+    // copy (the stream is synchronized before it is read or dropped). The source is only
+    // read: an address range the device does not hold makes the driver return an error,
+    // never write anywhere but `out`.
+    unsafe { cudarc::driver::result::memcpy_dtoh_async(&mut out, addr, stream.cu_stream()) }
+        .map_err(|e| candle_core::Error::Cuda(Box::new(e)))?;
+    stream.synchronize().map_err(|e| candle_core::Error::Cuda(Box::new(e)))?;
+    Ok(out)
+}
+
+/// The address of candle's layout-cache entry for `key` (`[dims.., strides..]`), if the
+/// cache holds one. Call it only while candle's stream is capturing with candle's upload
+/// cache on: a miss then fails instead of adding an entry.
+pub(crate) fn layout_cache_entry(dev: &CudaDevice, key: Vec<usize>) -> Option<u64> {
+    use candle_core::cuda_backend::SlicePtrOrNull;
+    match SlicePtrOrNull::params_from_vec(dev, key) {
+        Ok(SlicePtrOrNull::Cached(entry)) => Some(entry.device_ptr(&dev.cuda_stream()).0),
+        _ => None,
+    }
+}
+
+/// An element type candle uploads through its upload cache, read from little-endian bytes.
+trait Upload: cudarc::driver::DeviceRepr + cudarc::driver::ValidAsZeroBits + Copy + 'static {
+    const SIZE: usize;
+    fn from_le(b: &[u8]) -> Self;
+}
+
+macro_rules! upload {
+    ($($t:ty => |$b:ident| $e:expr),* $(,)?) => {$(
+        impl Upload for $t {
+            const SIZE: usize = std::mem::size_of::<$t>();
+            fn from_le($b: &[u8]) -> Self { $e }
+        }
+    )*};
+}
+upload!(
+    u8 => |b| b[0],
+    u32 => |b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]),
+    i16 => |b| i16::from_le_bytes([b[0], b[1]]),
+    i32 => |b| i32::from_le_bytes([b[0], b[1], b[2], b[3]]),
+    i64 => |b| i64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]),
+    usize => |b| u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]) as usize,
+    f32 => |b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]),
+    f64 => |b| f64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]),
+    half::f16 => |b| half::f16::from_bits(u16::from_le_bytes([b[0], b[1]])),
+    half::bf16 => |b| half::bf16::from_bits(u16::from_le_bytes([b[0], b[1]])),
+);
+
+/// One scratch destination of an upload-cache lookup.
+trait Lookup {
+    fn look_up(&mut self, dev: &CudaDevice, bytes: &[u8]);
+}
+
+impl<T: Upload> Lookup for cudarc::driver::CudaSlice<T> {
+    fn look_up(&mut self, dev: &CudaDevice, bytes: &[u8]) {
+        if bytes.is_empty() || !bytes.len().is_multiple_of(T::SIZE) || bytes.len() / T::SIZE > self.len() {
+            return;
+        }
+        let values: Vec<T> = bytes.chunks_exact(T::SIZE).map(T::from_le).collect();
+        // A miss fails (candle refuses uncached uploads while capturing): nothing to do.
+        let _ = dev.memcpy_htod(&values, self);
+    }
+}
+
+/// Scratch destinations for asking candle's upload cache whether it holds some bytes, as
+/// each element type it uploads: on a hit, candle records a copy from its entry.
+pub(crate) struct CacheProbe {
+    slices: Vec<Box<dyn Lookup>>,
+}
+
+impl CacheProbe {
+    /// Destinations of `bytes` bytes, made before the capture that looks up.
+    pub(crate) fn new(dev: &CudaDevice, bytes: usize) -> candle_core::Result<Self> {
+        fn one<T: Upload>(dev: &CudaDevice, bytes: usize) -> candle_core::Result<Box<dyn Lookup>> {
+            Ok(Box::new(dev.alloc_zeros::<T>((bytes / T::SIZE).max(1))?))
+        }
+        let mut slices = Vec::new();
+        if bytes > 0 {
+            slices.push(one::<u8>(dev, bytes)?);
+            slices.push(one::<u32>(dev, bytes)?);
+            slices.push(one::<i16>(dev, bytes)?);
+            slices.push(one::<i32>(dev, bytes)?);
+            slices.push(one::<i64>(dev, bytes)?);
+            slices.push(one::<usize>(dev, bytes)?);
+            slices.push(one::<f32>(dev, bytes)?);
+            slices.push(one::<f64>(dev, bytes)?);
+            slices.push(one::<half::f16>(dev, bytes)?);
+            slices.push(one::<half::bf16>(dev, bytes)?);
+        }
+        Ok(Self { slices })
+    }
+
+    /// Asks candle's upload cache for `bytes` as every element type.
+    pub(crate) fn look_up(&mut self, dev: &CudaDevice, bytes: &[u8]) {
+        for s in &mut self.slices {
+            s.look_up(dev, bytes);
+        }
+    }
+}

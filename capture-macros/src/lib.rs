@@ -1,4 +1,6 @@
-//! The `#[capturable]` attribute. Use it through `capture_core::capturable`, which re-exports it.
+//! The `#[capturable]` attribute (use it through `capture_core::capturable`, which re-exports
+//! it), and `#[derive(Resources)]` for capture-candle's graphs (through
+//! `capture_candle::Resources`).
 //!
 //! `#[capturable]` marks a function that runs while a stream is capturing a CUDA graph, such as a
 //! decode step, and rejects at compile time any body that would break the capture or silently
@@ -115,6 +117,7 @@ extern crate proc_macro;
 mod attr;
 mod check;
 mod expand;
+mod resources;
 mod rules;
 
 /// Rejects, at compile time, a function body that would break or silently corrupt a CUDA graph
@@ -122,4 +125,16 @@ mod rules;
 #[proc_macro_attribute]
 pub fn capturable(args: proc_macro::TokenStream, input: proc_macro::TokenStream) -> proc_macro::TokenStream {
     expand::capturable(args.into(), input.into()).into()
+}
+
+/// `#[derive(Resources)]`: lists a struct's (or enum's) tensors for a candle graph that owns
+/// it. Use it through `capture_candle::Resources`, which re-exports it.
+///
+/// Every field's type must implement `capture_candle::Resources` itself. `Mutex`, `RwLock`,
+/// `RefCell`, `Cell` and the other cells have no implementation: a tensor behind one could
+/// be swapped after the capture, so a struct holding one does not compile, and the error
+/// points at that field's type. Unions are refused.
+#[proc_macro_derive(Resources)]
+pub fn derive_resources(input: proc_macro::TokenStream) -> proc_macro::TokenStream {
+    resources::derive(input.into()).into()
 }

@@ -11,7 +11,7 @@ use candle_core::{DType, Device, Module, Result, Tensor, D};
 use candle_nn::{Embedding, Linear, RmsNorm};
 
 /// Sizes of the model.
-#[derive(Copy, Clone, Debug)]
+#[derive(Copy, Clone, Debug, capture_candle::Resources)]
 pub struct Config {
     pub vocab: usize,
     pub hidden: usize,
@@ -28,6 +28,7 @@ impl Config {
     }
 }
 
+#[derive(capture_candle::Resources)]
 struct Block {
     norm1: RmsNorm,
     wq: Linear,
@@ -41,6 +42,7 @@ struct Block {
 }
 
 /// The weights.
+#[derive(capture_candle::Resources)]
 pub struct Model {
     cfg: Config,
     tok_emb: Embedding,
@@ -51,6 +53,7 @@ pub struct Model {
 }
 
 /// Everything a decode step reads and writes besides the weights, allocated once.
+#[derive(capture_candle::Resources)]
 pub struct State {
     /// The input token id, `[1]` u32.
     pub token: Tensor,

@@ -11,7 +11,7 @@ use crate::error::{Error, Result};
 /// device holds when it replays, touching only the new slots.
 ///
 /// Cloning is cheap and shares the tensors (candle tensors are reference-counted).
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, crate::Resources)]
 pub struct KvCache {
     k: Tensor,
     v: Tensor,

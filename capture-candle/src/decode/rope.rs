@@ -30,7 +30,7 @@ pub struct Llama3Scaling {
 
 /// The cosines and sines of every position up to `max_seq`, on the device, in f32: the
 /// decode kernels read the row of each token's device position.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, crate::Resources)]
 pub struct RopeTable {
     table: Tensor,
     layout: RopeLayout,

@@ -54,7 +54,7 @@ impl SamplingParams {
 /// therefore draws anew at every replay, and the same seed gives the same tokens by replay
 /// as eagerly. Draws use fixed-point probabilities (exact sums, the same draw on every
 /// run); a token less likely than 2^-24 times the most likely one is never drawn.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, crate::Resources)]
 pub struct Sampler {
     /// `[batch, 3]` f32: temperature, top_p, top_k.
     params: Tensor,

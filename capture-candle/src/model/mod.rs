@@ -58,7 +58,7 @@ impl Part {
 /// One decoder layer's weights. The q/k/v projections are one matrix (and the gate and up
 /// projections another), concatenated when the checkpoint is loaded: one matrix-vector
 /// product instead of three (two) per token.
-#[derive(Debug)]
+#[derive(Debug, crate::Resources)]
 struct Layer {
     input_norm: Tensor,
     /// `[(q_heads + 2 kv_heads) * head_dim, hidden]`.
@@ -74,7 +74,7 @@ struct Layer {
 }
 
 /// A Llama or Qwen2 decoder whose step reads every position from device memory.
-#[derive(Debug)]
+#[derive(Debug, crate::Resources)]
 pub struct Model {
     cfg: Config,
     dtype: DType,

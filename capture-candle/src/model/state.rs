@@ -13,7 +13,7 @@ use crate::error::{Error, Result};
 ///
 /// [`rows`](Self::rows) gives a view of some rows sharing the same memory: a smaller batch
 /// bucket, or one sequence to prefill. Cloning is cheap and shares the tensors.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, crate::Resources)]
 pub struct DecodeState {
     tokens: Tensor,
     pos: Tensor,

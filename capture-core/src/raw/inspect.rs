@@ -403,9 +403,7 @@ pub(crate) unsafe fn graph_snapshot(g: usize) -> R<(Vec<NodeInfo>, Edges)> {
         // SAFETY: `CUgraphEdgeData` is plain integers, valid zeroed.
         let mut data: Vec<sys::CUgraphEdgeData> = vec![unsafe { std::mem::zeroed() }; m];
         // SAFETY: the three arrays have room for `m` entries; the driver writes at most `m`.
-        code(unsafe {
-            sys::cuGraphGetEdges_v2(graph, from.as_mut_ptr(), to.as_mut_ptr(), data.as_mut_ptr(), &mut m)
-        })?;
+        code(unsafe { sys::cuGraphGetEdges_v2(graph, from.as_mut_ptr(), to.as_mut_ptr(), data.as_mut_ptr(), &mut m) })?;
         for (f, t) in from.iter().zip(&to).take(m) {
             if let (Some(&a), Some(&b)) = (index.get(&(*f as usize)), index.get(&(*t as usize))) {
                 edges.push((a, b));

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Stage only what scripts/gpu_issue30.sh runs: capture-candle's GPU test binaries and the
+# ownership and model_proof examples, xz-compressed, in .device/candle/.
+set -euo pipefail
+root=$(git rev-parse --show-toplevel); cd "$root"
+out="$root/.device/candle"; rm -rf "$out"; mkdir -p "$out"
+build() { scripts/cuda-build-env.sh cargo "$@" --release --manifest-path capture-candle/Cargo.toml --message-format=json; }
+pick='
+import json, sys, shutil, os
+want = {"own", "gpu", "model", "generate", "decode", "ownership", "model_proof"}
+for line in sys.stdin:
+    try: m = json.loads(line)
+    except ValueError: continue
+    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["name"] in want:
+        shutil.copy2(m["executable"], sys.argv[1]); print("staged", os.path.basename(m["executable"]))
+'
+build test --no-run | python3 -c "$pick" "$out"
+build build --examples | python3 -c "$pick" "$out"
+strip "$out"/* 2>/dev/null || true
+for f in "$out"/*; do xz -T2 -6 -f "$f" & done; wait
+du -sh "$out"
