@@ -80,6 +80,32 @@ pub enum Error {
         /// What is supported.
         supported: &'static str,
     },
+    /// A config field this crate does not know for the config's `model_type`.
+    #[error(
+        "config.json: the field `{field}` is not one this crate knows for this model_type (it may come from an \
+         older or newer transformers, or from another model): find out what it changes; if it leaves the \
+         computation as it is, delete it from config.json, otherwise the model is not supported"
+    )]
+    UnknownConfigField {
+        /// The field, as `config.json` names it (`rope_parameters.beta_fast` inside an object).
+        field: String,
+    },
+    /// Two fields that give one setting (transformers 4's form and transformers 5's, say)
+    /// disagree.
+    #[error(
+        "config.json: {field} = {value} but {other} = {other_value}: both give one setting and they disagree; \
+         keep the right value in one of them and delete the other"
+    )]
+    ConflictingConfig {
+        /// One field, as `config.json` names it.
+        field: &'static str,
+        /// Its value.
+        value: String,
+        /// The other field.
+        other: &'static str,
+        /// Its value.
+        other_value: String,
+    },
     /// A config that cannot be read or is missing a field.
     #[error("config.json: {0}")]
     Config(String),
@@ -99,8 +125,8 @@ pub enum Error {
         /// What the checkpoint holds.
         found: Vec<usize>,
     },
-    /// A weight whose dtype does not match the config's `torch_dtype`.
-    #[error("weights: tensor `{name}` is {found}, but config.json says torch_dtype = {expected}")]
+    /// A weight whose dtype does not match the config's `dtype` (or `torch_dtype`).
+    #[error("weights: tensor `{name}` is {found}, but config.json says dtype (or torch_dtype) = {expected}")]
     WeightDtype {
         /// Its name.
         name: String,

@@ -1,7 +1,7 @@
 //! Model configs, read from a Hugging Face `config.json`.
 
 use candle_core::DType;
-use serde::Deserialize;
+use serde_json::{Map, Value};
 
 use crate::decode::Llama3Scaling;
 use crate::error::{Error, Result};
@@ -30,54 +30,220 @@ pub struct Config {
     pub num_hidden_layers: usize,
     /// `num_attention_heads`.
     pub num_attention_heads: usize,
-    /// `num_key_value_heads`.
+    /// `num_key_value_heads`. Where it is left out: `num_attention_heads` for Llama, 32 for
+    /// Qwen2 (`Qwen2Config`'s default; a `null` means `num_attention_heads`).
     pub num_key_value_heads: usize,
-    /// `head_dim` (default `hidden_size / num_attention_heads`).
+    /// `head_dim` (default `hidden_size / num_attention_heads`, for both families).
     pub head_dim: usize,
     /// `vocab_size`.
     pub vocab_size: usize,
     /// `rms_norm_eps`.
     pub rms_norm_eps: f64,
-    /// `rope_theta`.
+    /// The RoPE base: `rope_parameters.rope_theta` (transformers 5) or `rope_theta`
+    /// (transformers 4). Where neither is given, 10,000, transformers' default for both
+    /// families (`LlamaConfig` and `Qwen2Config` in 4.4x, `default_theta` in 5.x).
     pub rope_theta: f64,
-    /// `rope_scaling` of type `llama3`, if any.
+    /// Llama 3's RoPE scaling, if any: `rope_parameters` (transformers 5) or `rope_scaling`
+    /// (transformers 4) with `rope_type: "llama3"`. `None` for `rope_type: "default"` or no
+    /// RoPE object. A llama3 object without `original_max_position_embeddings` takes
+    /// `max_position_embeddings`, as transformers 5 does.
     pub rope_scaling: Option<Llama3Scaling>,
-    /// `max_position_embeddings`.
+    /// `max_position_embeddings` (default 2048 for Llama, 32,768 for Qwen2, transformers'
+    /// defaults).
     pub max_position_embeddings: usize,
-    /// `tie_word_embeddings`: the LM head is the embedding matrix.
+    /// `tie_word_embeddings`: the LM head is the embedding matrix (default false).
     pub tie_word_embeddings: bool,
     /// Biases on the q, k and v projections (Qwen2).
     pub qkv_bias: bool,
-    /// `torch_dtype`, if given: the dtype of the checkpoint's tensors.
+    /// The dtype of the checkpoint's tensors, if given: `dtype` (transformers 5) or
+    /// `torch_dtype` (transformers 4).
     pub torch_dtype: Option<DType>,
-    /// `bos_token_id`.
+    /// `bos_token_id`. Where it is left out: 1 for Llama (`LlamaConfig`'s default), none for
+    /// Qwen2.
     pub bos_token_id: Option<u32>,
-    /// `eos_token_id` (one or several).
+    /// `eos_token_id` (one or several). Where it is left out: 2 for Llama (`LlamaConfig`'s
+    /// default), none for Qwen2.
     pub eos_token_ids: Vec<u32>,
 }
 
-#[derive(Deserialize)]
-struct Raw {
-    model_type: Option<String>,
-    hidden_size: Option<usize>,
-    intermediate_size: Option<usize>,
-    num_hidden_layers: Option<usize>,
-    num_attention_heads: Option<usize>,
-    num_key_value_heads: Option<usize>,
-    head_dim: Option<usize>,
-    vocab_size: Option<usize>,
-    rms_norm_eps: Option<f64>,
-    rope_theta: Option<f64>,
-    rope_scaling: Option<serde_json::Value>,
-    max_position_embeddings: Option<usize>,
-    tie_word_embeddings: Option<bool>,
-    hidden_act: Option<String>,
-    attention_bias: Option<bool>,
-    mlp_bias: Option<bool>,
-    use_sliding_window: Option<bool>,
-    torch_dtype: Option<String>,
-    bos_token_id: Option<serde_json::Value>,
-    eos_token_id: Option<serde_json::Value>,
+/// How [`Config::from_json`] treats one top-level field of `config.json`.
+#[derive(Clone, Copy, Debug)]
+enum Rule {
+    /// Read into [`Config`], and checked there.
+    Read,
+    /// Known, and harmless whatever its value: it does not change what the model computes.
+    Harmless,
+    /// Harmless at transformers' default (this JSON literal) or `null`; any other value is
+    /// refused with [`Error::UnsupportedConfig`], this text saying what is supported.
+    DefaultOnly(&'static str, &'static str),
+    /// Known, and refused whatever its value: this text says why.
+    Refused(&'static str),
+}
+
+/// Which families' configs a field belongs to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Of {
+    Both,
+    Llama,
+    Qwen2,
+}
+
+/// A generation setting of transformers 4's `PretrainedConfig`: at its default it says
+/// nothing; another value would change what transformers 4's `generate()` does, while this
+/// crate samples with [`SamplingParams`](crate::decode::SamplingParams).
+const GENERATION: &str =
+    "transformers' default or null: sampling is set with SamplingParams; delete the field from config.json";
+
+/// Every top-level field of a Llama or Qwen2 `config.json` as transformers 4.4x
+/// (`LlamaConfig`, `Qwen2Config` and `PretrainedConfig`) and 5.x (`PreTrainedConfig`) write
+/// them, and what [`Config::from_json`] does with it. A field not listed is refused
+/// ([`Error::UnknownConfigField`]).
+const FIELDS: &[(&str, Of, Rule)] = {
+    use Rule::*;
+    &[
+        // The model's shape and options: read.
+        ("model_type", Of::Both, Read),
+        ("architectures", Of::Both, Read),
+        ("hidden_size", Of::Both, Read),
+        ("intermediate_size", Of::Both, Read),
+        ("num_hidden_layers", Of::Both, Read),
+        ("num_attention_heads", Of::Both, Read),
+        ("num_key_value_heads", Of::Both, Read),
+        // Not a `Qwen2Config` field, but Qwen2's attention reads it where it is present.
+        ("head_dim", Of::Both, Read),
+        ("vocab_size", Of::Both, Read),
+        ("rms_norm_eps", Of::Both, Read),
+        ("hidden_act", Of::Both, Read),
+        ("max_position_embeddings", Of::Both, Read),
+        ("tie_word_embeddings", Of::Both, Read),
+        ("bos_token_id", Of::Both, Read),
+        ("eos_token_id", Of::Both, Read),
+        // The checkpoint's dtype: `torch_dtype` up to transformers 4.5x, `dtype` from then on.
+        ("torch_dtype", Of::Both, Read),
+        ("dtype", Of::Both, Read),
+        // RoPE: the transformers 4 form (`rope_theta`, `rope_scaling`) and the transformers 5
+        // form (`rope_parameters`); `partial_rotary_factor` may stand beside either.
+        ("rope_theta", Of::Both, Read),
+        ("rope_scaling", Of::Both, Read),
+        ("rope_parameters", Of::Both, Read),
+        ("partial_rotary_factor", Of::Both, Read),
+        // Llama's options (Qwen2's projections are fixed: q/k/v biased, the rest not).
+        ("attention_bias", Of::Llama, Read),
+        ("mlp_bias", Of::Llama, Read),
+        ("pretraining_tp", Of::Llama, Read),
+        // Qwen2's sliding-window attention: read, and refused where a layer would use it.
+        ("use_sliding_window", Of::Qwen2, Read),
+        ("sliding_window", Of::Qwen2, Read),
+        ("max_window_layers", Of::Qwen2, Read),
+        ("layer_types", Of::Qwen2, Read),
+        // Not a `Qwen2Config` field, but written into some Qwen2 checkpoints (DeepSeek's
+        // distilled ones): true is Qwen2-VL's multimodal RoPE.
+        ("use_mrope", Of::Qwen2, DefaultOnly("false", "false or null: multimodal RoPE (Qwen2-VL) is not implemented")),
+        // Training only: weight initialisation, and dropout, which inference does not apply.
+        ("initializer_range", Of::Both, Harmless),
+        ("attention_dropout", Of::Both, Harmless),
+        ("tf_legacy_loss", Of::Both, Harmless),
+        // What transformers returns, not what it computes.
+        ("use_cache", Of::Both, Harmless),
+        ("output_attentions", Of::Both, Harmless),
+        ("output_hidden_states", Of::Both, Harmless),
+        ("return_dict", Of::Both, Harmless),
+        ("output_scores", Of::Both, Harmless),
+        ("return_dict_in_generate", Of::Both, Harmless),
+        ("torchscript", Of::Both, Harmless),
+        // Splits the feed-forward over the sequence in transformers; the sums are the same.
+        ("chunk_size_feed_forward", Of::Both, Harmless),
+        // A TensorFlow/Flax dtype hint; the checkpoint's dtype is `dtype` / `torch_dtype`.
+        ("use_bfloat16", Of::Both, Harmless),
+        // Tokens the decoder never sees as such: padding (this crate pads nothing) and
+        // encoder-decoder or sequence-pair markers.
+        ("pad_token_id", Of::Both, Harmless),
+        ("sep_token_id", Of::Both, Harmless),
+        ("decoder_start_token_id", Of::Both, Harmless),
+        // Bookkeeping, tokenizer and pipeline metadata, and classification heads' labels
+        // (the causal LM head does not use them).
+        ("_name_or_path", Of::Both, Harmless),
+        ("_attn_implementation_autoset", Of::Both, Harmless),
+        ("transformers_version", Of::Both, Harmless),
+        ("tokenizer_class", Of::Both, Harmless),
+        ("prefix", Of::Both, Harmless),
+        ("task_specific_params", Of::Both, Harmless),
+        ("finetuning_task", Of::Both, Harmless),
+        ("id2label", Of::Both, Harmless),
+        ("label2id", Of::Both, Harmless),
+        ("problem_type", Of::Both, Harmless),
+        ("is_decoder", Of::Both, Harmless),
+        // Structure a decoder-only model does not have: harmless only when off.
+        (
+            "is_encoder_decoder",
+            Of::Both,
+            DefaultOnly("false", "false or null: encoder-decoder models are not implemented"),
+        ),
+        ("add_cross_attention", Of::Both, DefaultOnly("false", "false or null: cross-attention is not implemented")),
+        (
+            "tie_encoder_decoder",
+            Of::Both,
+            DefaultOnly("false", "false or null: encoder-decoder models are not implemented"),
+        ),
+        ("cross_attention_hidden_size", Of::Both, DefaultOnly("null", "null: cross-attention is not implemented")),
+        ("pruned_heads", Of::Both, DefaultOnly("{}", "{} or null: pruned attention heads are not implemented")),
+        // transformers 4's generation settings (transformers 5 keeps them in
+        // generation_config.json): harmless at their defaults.
+        ("max_length", Of::Both, DefaultOnly("20", GENERATION)),
+        ("min_length", Of::Both, DefaultOnly("0", GENERATION)),
+        ("do_sample", Of::Both, DefaultOnly("false", GENERATION)),
+        ("early_stopping", Of::Both, DefaultOnly("false", GENERATION)),
+        ("num_beams", Of::Both, DefaultOnly("1", GENERATION)),
+        ("num_beam_groups", Of::Both, DefaultOnly("1", GENERATION)),
+        ("diversity_penalty", Of::Both, DefaultOnly("0.0", GENERATION)),
+        ("temperature", Of::Both, DefaultOnly("1.0", GENERATION)),
+        ("top_k", Of::Both, DefaultOnly("50", GENERATION)),
+        ("top_p", Of::Both, DefaultOnly("1.0", GENERATION)),
+        ("typical_p", Of::Both, DefaultOnly("1.0", GENERATION)),
+        ("repetition_penalty", Of::Both, DefaultOnly("1.0", GENERATION)),
+        ("length_penalty", Of::Both, DefaultOnly("1.0", GENERATION)),
+        ("no_repeat_ngram_size", Of::Both, DefaultOnly("0", GENERATION)),
+        ("encoder_no_repeat_ngram_size", Of::Both, DefaultOnly("0", GENERATION)),
+        ("bad_words_ids", Of::Both, DefaultOnly("null", GENERATION)),
+        ("num_return_sequences", Of::Both, DefaultOnly("1", GENERATION)),
+        ("forced_bos_token_id", Of::Both, DefaultOnly("null", GENERATION)),
+        ("forced_eos_token_id", Of::Both, DefaultOnly("null", GENERATION)),
+        ("remove_invalid_values", Of::Both, DefaultOnly("false", GENERATION)),
+        ("exponential_decay_length_penalty", Of::Both, DefaultOnly("null", GENERATION)),
+        ("suppress_tokens", Of::Both, DefaultOnly("null", GENERATION)),
+        ("begin_suppress_tokens", Of::Both, DefaultOnly("null", GENERATION)),
+        // Changes the weights' meaning.
+        (
+            "quantization_config",
+            Of::Both,
+            Refused("unquantized checkpoints only: quantized weights are not implemented"),
+        ),
+    ]
+};
+
+/// The rule for `field` in `family`'s configs, if it has one.
+fn rule(family: Family, field: &str) -> Option<(&'static str, Rule)> {
+    FIELDS
+        .iter()
+        .find(|(name, of, _)| {
+            *name == field
+                && match of {
+                    Of::Both => true,
+                    Of::Llama => family == Family::Llama,
+                    Of::Qwen2 => family == Family::Qwen2,
+                }
+        })
+        .map(|&(name, _, r)| (name, r))
+}
+
+/// `value` is `null` or the JSON literal `default` (numbers compared as numbers).
+fn is_default(value: &Value, default: &str) -> bool {
+    let Ok(d) = serde_json::from_str::<Value>(default) else { return false };
+    match (value, &d) {
+        (Value::Null, _) => true,
+        (Value::Number(a), Value::Number(b)) => a.as_f64() == b.as_f64(),
+        (a, b) => a == b,
+    }
 }
 
 fn need<T>(v: Option<T>, field: &str) -> Result<T> {
@@ -88,104 +254,418 @@ fn unsupported(field: &'static str, value: impl std::fmt::Display, supported: &'
     Error::UnsupportedConfig { field, value: value.to_string(), supported }
 }
 
-fn token_ids(v: &Option<serde_json::Value>, field: &str) -> Result<Vec<u32>> {
+fn conflict(
+    field: &'static str,
+    value: impl std::fmt::Display,
+    other: &'static str,
+    other_value: impl std::fmt::Display,
+) -> Error {
+    Error::ConflictingConfig { field, value: value.to_string(), other, other_value: other_value.to_string() }
+}
+
+/// The top-level fields, `null` where absent (transformers reads a `null` as unset).
+struct Fields<'a> {
+    map: &'a Map<String, Value>,
+}
+
+impl<'a> Fields<'a> {
+    /// The value of `field`, `None` where absent or `null`.
+    fn get(&self, field: &str) -> Option<&'a Value> {
+        self.map.get(field).filter(|v| !v.is_null())
+    }
+
+    fn uint(&self, field: &str) -> Result<Option<usize>> {
+        self.get(field).map(|v| as_usize(v, field)).transpose()
+    }
+
+    fn num(&self, field: &str) -> Result<Option<f64>> {
+        self.get(field).map(|v| as_f64(v, field)).transpose()
+    }
+
+    fn flag(&self, field: &str) -> Result<Option<bool>> {
+        self.get(field)
+            .map(|v| v.as_bool().ok_or_else(|| Error::Config(format!("`{field}` must be true or false, not {v}"))))
+            .transpose()
+    }
+
+    fn text(&self, field: &str) -> Result<Option<&'a str>> {
+        self.get(field)
+            .map(|v| v.as_str().ok_or_else(|| Error::Config(format!("`{field}` must be a string, not {v}"))))
+            .transpose()
+    }
+}
+
+fn as_usize(v: &Value, field: &str) -> Result<usize> {
+    v.as_u64()
+        .and_then(|n| usize::try_from(n).ok())
+        .ok_or_else(|| Error::Config(format!("`{field}` must be a non-negative integer, not {v}")))
+}
+
+fn as_f64(v: &Value, field: &str) -> Result<f64> {
+    v.as_f64().ok_or_else(|| Error::Config(format!("`{field}` must be a number, not {v}")))
+}
+
+fn token_ids(v: Option<&Value>, field: &str) -> Result<Vec<u32>> {
     let bad = || Error::Config(format!("`{field}` must be a token id or a list of them"));
+    let id = |x: &Value| x.as_u64().and_then(|n| u32::try_from(n).ok()).ok_or_else(bad);
     match v {
-        None | Some(serde_json::Value::Null) => Ok(Vec::new()),
-        Some(serde_json::Value::Number(n)) => {
-            Ok(vec![n.as_u64().and_then(|n| u32::try_from(n).ok()).ok_or_else(bad)?])
-        }
-        Some(serde_json::Value::Array(a)) => {
-            a.iter().map(|x| x.as_u64().and_then(|n| u32::try_from(n).ok()).ok_or_else(bad)).collect()
-        }
+        None | Some(Value::Null) => Ok(Vec::new()),
+        Some(n @ Value::Number(_)) => Ok(vec![id(n)?]),
+        Some(Value::Array(a)) => a.iter().map(id).collect(),
         Some(_) => Err(bad()),
     }
 }
 
+/// The checkpoint dtype named by `dtype` or `torch_dtype`.
+fn dtype(name: &str, field: &'static str) -> Result<DType> {
+    match name {
+        "bfloat16" => Ok(DType::BF16),
+        "float16" => Ok(DType::F16),
+        "float32" => Ok(DType::F32),
+        other => Err(unsupported(field, other, "bfloat16, float16, float32")),
+    }
+}
+
+/// Which object a RoPE setting came from.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum RopeForm {
+    /// transformers 4's `rope_scaling`.
+    Scaling,
+    /// transformers 5's `rope_parameters`.
+    Parameters,
+}
+
+/// The keys a RoPE object may hold, and their names as errors give them.
+const ROPE_KEYS: [&str; 8] = [
+    "rope_type",
+    "type",
+    "rope_theta",
+    "partial_rotary_factor",
+    "factor",
+    "low_freq_factor",
+    "high_freq_factor",
+    "original_max_position_embeddings",
+];
+const ROPE_SCALING_NAMES: [&str; 8] = [
+    "rope_scaling.rope_type",
+    "rope_scaling.type",
+    "rope_scaling.rope_theta",
+    "rope_scaling.partial_rotary_factor",
+    "rope_scaling.factor",
+    "rope_scaling.low_freq_factor",
+    "rope_scaling.high_freq_factor",
+    "rope_scaling.original_max_position_embeddings",
+];
+const ROPE_PARAMETERS_NAMES: [&str; 8] = [
+    "rope_parameters.rope_type",
+    "rope_parameters.type",
+    "rope_parameters.rope_theta",
+    "rope_parameters.partial_rotary_factor",
+    "rope_parameters.factor",
+    "rope_parameters.low_freq_factor",
+    "rope_parameters.high_freq_factor",
+    "rope_parameters.original_max_position_embeddings",
+];
+
+impl RopeForm {
+    fn name(self) -> &'static str {
+        match self {
+            RopeForm::Scaling => "rope_scaling",
+            RopeForm::Parameters => "rope_parameters",
+        }
+    }
+
+    /// `key` of this object as errors name it (`rope_parameters.factor`).
+    fn key(self, key: &str) -> &'static str {
+        let names = match self {
+            RopeForm::Scaling => &ROPE_SCALING_NAMES,
+            RopeForm::Parameters => &ROPE_PARAMETERS_NAMES,
+        };
+        ROPE_KEYS.iter().position(|k| *k == key).map_or(self.name(), |i| names[i])
+    }
+}
+
+/// One RoPE object (`rope_scaling` or `rope_parameters`), read.
+struct RopeObject {
+    form: RopeForm,
+    /// `rope_theta`, where the object gives it.
+    theta: Option<f64>,
+    /// The scaling: `None` for `rope_type: "default"`.
+    scaling: Option<Llama3Scaling>,
+}
+
+impl RopeObject {
+    /// Reads `v`; `max_position_embeddings` is the default of llama3's
+    /// `original_max_position_embeddings` (transformers 5 fills it in the same way).
+    fn read(v: &Value, form: RopeForm, max_position_embeddings: usize) -> Result<Self> {
+        let Value::Object(m) = v else {
+            return Err(Error::Config(format!("`{}` must be an object, not {v}", form.name())));
+        };
+        let f = Fields { map: m };
+        let kind = match (f.text("rope_type")?, f.text("type")?) {
+            (Some(a), Some(b)) if a != b => return Err(conflict(form.key("rope_type"), a, form.key("type"), b)),
+            (Some(a), _) | (None, Some(a)) => a,
+            // transformers reads a RoPE object without a type as the default RoPE.
+            (None, None) => "default",
+        };
+        let llama3 = match kind {
+            "default" => false,
+            "llama3" => true,
+            other => {
+                return Err(unsupported(
+                    form.key("rope_type"),
+                    other,
+                    "default or llama3 (dynamic, linear, yarn, longrope... are not implemented)",
+                ))
+            }
+        };
+        for key in m.keys() {
+            let known = ROPE_KEYS[..4].contains(&key.as_str()) || (llama3 && ROPE_KEYS[4..].contains(&key.as_str()));
+            if !known {
+                return Err(Error::UnknownConfigField { field: format!("{}.{key}", form.name()) });
+            }
+        }
+        if let Some(p) = f.num("partial_rotary_factor")? {
+            if p != 1.0 {
+                return Err(unsupported(form.key("partial_rotary_factor"), p, "1 (RoPE over the whole head)"));
+            }
+        }
+        let theta = f.num("rope_theta")?;
+        if !llama3 {
+            return Ok(RopeObject { form, theta, scaling: None });
+        }
+        let required = |k: &str| f.num(k)?.ok_or_else(|| Error::Config(format!("`{}` is missing", form.key(k))));
+        let original = match f.get("original_max_position_embeddings") {
+            None => max_position_embeddings,
+            Some(v) => as_f64(v, form.key("original_max_position_embeddings"))? as usize,
+        };
+        let s = Llama3Scaling {
+            factor: required("factor")?,
+            low_freq_factor: required("low_freq_factor")?,
+            high_freq_factor: required("high_freq_factor")?,
+            original_max_position_embeddings: original,
+        };
+        if !(s.factor >= 1.0 && s.high_freq_factor > s.low_freq_factor && s.low_freq_factor > 0.0 && original > 0) {
+            return Err(unsupported(
+                form.name(),
+                format!("{s:?}"),
+                "factor >= 1, high_freq_factor > low_freq_factor > 0 and original_max_position_embeddings >= 1",
+            ));
+        }
+        Ok(RopeObject { form, theta, scaling: Some(s) })
+    }
+}
+
+/// The RoPE settings from either form, or both where they agree: `(theta, scaling)`.
+fn rope(f: &Fields, max_position_embeddings: usize) -> Result<(f64, Option<Llama3Scaling>)> {
+    if let Some(p) = f.num("partial_rotary_factor")? {
+        if p != 1.0 {
+            return Err(unsupported("partial_rotary_factor", p, "1 (RoPE over the whole head)"));
+        }
+    }
+    let objects = [("rope_scaling", RopeForm::Scaling), ("rope_parameters", RopeForm::Parameters)]
+        .into_iter()
+        .filter_map(|(field, form)| f.get(field).map(|v| RopeObject::read(v, form, max_position_embeddings)))
+        .collect::<Result<Vec<_>>>()?;
+    // The scaling: both objects, where both are given, must say the same.
+    if let [a, b] = objects.as_slice() {
+        if a.scaling != b.scaling {
+            let show =
+                |s: &Option<Llama3Scaling>| s.map_or("default (no scaling)".to_string(), |s| format!("llama3 {s:?}"));
+            return Err(conflict(b.form.name(), show(&b.scaling), a.form.name(), show(&a.scaling)));
+        }
+    }
+    let scaling = objects.first().and_then(|o| o.scaling);
+    // The theta: every place that gives it must give the same number.
+    let mut theta: Option<(&'static str, f64)> = f.num("rope_theta")?.map(|t| ("rope_theta", t));
+    for o in &objects {
+        if let Some(t) = o.theta {
+            let name = o.form.key("rope_theta");
+            match theta {
+                Some((other, u)) if u != t => return Err(conflict(name, t, other, u)),
+                _ => theta = Some((name, t)),
+            }
+        }
+    }
+    Ok((theta.map_or(DEFAULT_ROPE_THETA, |(_, t)| t), scaling))
+}
+
+/// transformers' RoPE base where a config gives none, for Llama and Qwen2 alike
+/// (`LlamaConfig` and `Qwen2Config` in 4.4x, `default_theta` in 5.x).
+const DEFAULT_ROPE_THETA: f64 = 10_000.0;
+
 impl Config {
-    /// Parses a `config.json`.
+    /// Parses a `config.json` as transformers 4.4x or 5.x writes it for `LlamaForCausalLM` or
+    /// `Qwen2ForCausalLM`.
+    ///
+    /// Both forms of the settings transformers 5 renamed are read: the RoPE settings as
+    /// transformers 4's `rope_theta` and `rope_scaling` or as transformers 5's
+    /// `rope_parameters` (with `rope_type` `default` or `llama3`), and the checkpoint dtype as
+    /// `torch_dtype` or `dtype`. A config may hold both forms only where they agree.
+    ///
+    /// Every top-level field is checked against a table of the fields transformers writes
+    /// for the family: each one is read, known to leave the computation unchanged (training,
+    /// output and bookkeeping settings; generation settings at their defaults), or refused.
+    /// A field outside the table is refused too, never ignored: it may come from an older or
+    /// newer transformers, or from another model, and could change what the model computes.
+    ///
+    /// Fields left out take transformers' defaults for the family (see each field of
+    /// [`Config`]), except the sizes (`hidden_size`, `intermediate_size`, `num_hidden_layers`,
+    /// `num_attention_heads`, `vocab_size`) and `rms_norm_eps`, which transformers always
+    /// writes and this reader requires. A `null` counts as left out.
     ///
     /// # Errors
-    /// [`Error::Config`] for text that is not such a config or lacks a field;
-    /// [`Error::UnsupportedConfig`] for a `model_type`, `hidden_act`, `rope_scaling` type or
-    /// option these models do not implement, naming the field.
+    /// - [`Error::Config`] for text that is not such a config, a field of the wrong type, or a
+    ///   required field missing;
+    /// - [`Error::UnsupportedConfig`], naming the field, for a `model_type`, `hidden_act`, RoPE
+    ///   type, dtype or option these models do not implement (`attention_bias`, `mlp_bias`,
+    ///   `pretraining_tp` other than 1, `partial_rotary_factor` other than 1, Qwen2's
+    ///   `use_sliding_window: true` or a `layer_types` entry other than `full_attention`, ...),
+    ///   and for sizes that do not fit together ([`validate`](Self::validate));
+    /// - [`Error::ConflictingConfig`] where the two forms of one setting disagree;
+    /// - [`Error::UnknownConfigField`] for a field outside the table.
     pub fn from_json(text: &str) -> Result<Self> {
-        let r: Raw = serde_json::from_str(text).map_err(|e| Error::Config(e.to_string()))?;
-        let family = match r.model_type.as_deref() {
+        let v: Value = serde_json::from_str(text).map_err(|e| Error::Config(e.to_string()))?;
+        let Value::Object(map) = &v else {
+            return Err(Error::Config("the text is not a JSON object".into()));
+        };
+        let f = Fields { map };
+        let family = match f.text("model_type")? {
             Some("llama") => Family::Llama,
             Some("qwen2") => Family::Qwen2,
             Some(other) => return Err(unsupported("model_type", other, "llama, qwen2")),
             None => return Err(Error::Config("the field `model_type` is missing".into())),
         };
-        if let Some(act) = r.hidden_act.as_deref() {
+        for (key, value) in map {
+            match rule(family, key) {
+                None => return Err(Error::UnknownConfigField { field: key.clone() }),
+                Some((_, Rule::Read | Rule::Harmless)) => {}
+                Some((name, Rule::DefaultOnly(default, supported))) => {
+                    if !is_default(value, default) {
+                        return Err(unsupported(name, value, supported));
+                    }
+                }
+                Some((name, Rule::Refused(supported))) => return Err(unsupported(name, value, supported)),
+            }
+        }
+
+        if let Some(archs) = f.get("architectures") {
+            let want = match family {
+                Family::Llama => "LlamaForCausalLM",
+                Family::Qwen2 => "Qwen2ForCausalLM",
+            };
+            let ok = archs.as_array().is_some_and(|a| a.iter().all(|x| x.as_str() == Some(want)));
+            if !ok {
+                return Err(unsupported(
+                    "architectures",
+                    archs,
+                    "[\"LlamaForCausalLM\"] for llama, [\"Qwen2ForCausalLM\"] for qwen2",
+                ));
+            }
+        }
+        if let Some(act) = f.text("hidden_act")? {
             if act != "silu" {
                 return Err(unsupported("hidden_act", act, "silu"));
             }
         }
-        if r.mlp_bias == Some(true) {
+        if f.flag("mlp_bias")? == Some(true) {
             return Err(unsupported("mlp_bias", true, "false"));
         }
-        if family == Family::Llama && r.attention_bias == Some(true) {
+        if f.flag("attention_bias")? == Some(true) {
             return Err(unsupported("attention_bias", true, "false"));
         }
-        if r.use_sliding_window == Some(true) {
-            return Err(unsupported("use_sliding_window", true, "false"));
+        if let Some(tp) = f.get("pretraining_tp") {
+            if tp.as_u64() != Some(1) {
+                return Err(unsupported("pretraining_tp", tp, "1"));
+            }
         }
-        let rope_scaling = match &r.rope_scaling {
-            None | Some(serde_json::Value::Null) => None,
-            Some(v) => {
-                let kind = v.get("rope_type").or_else(|| v.get("type")).and_then(|t| t.as_str()).unwrap_or("");
-                if kind != "llama3" {
-                    return Err(unsupported("rope_scaling.rope_type", kind, "llama3 (or no rope_scaling)"));
-                }
-                let num = |k: &str| {
-                    v.get(k)
-                        .and_then(|x| x.as_f64())
-                        .ok_or_else(|| Error::Config(format!("`rope_scaling.{k}` is missing")))
+
+        let hidden_size = need(f.uint("hidden_size")?, "hidden_size")?;
+        let num_attention_heads = need(f.uint("num_attention_heads")?, "num_attention_heads")?;
+        let num_hidden_layers = need(f.uint("num_hidden_layers")?, "num_hidden_layers")?;
+        let num_key_value_heads = match f.uint("num_key_value_heads")? {
+            Some(n) => n,
+            // `Qwen2Config`'s default is 32 (only a `null` means "as many as query heads").
+            None if family == Family::Qwen2 && !map.contains_key("num_key_value_heads") => 32,
+            None => num_attention_heads,
+        };
+        let max_position_embeddings = f.uint("max_position_embeddings")?.unwrap_or(match family {
+            Family::Llama => 2048,
+            Family::Qwen2 => 32_768,
+        });
+
+        if family == Family::Qwen2 {
+            // transformers drops `sliding_window` where `use_sliding_window` is off; it must
+            // still be a number or null.
+            f.uint("sliding_window")?;
+            f.uint("max_window_layers")?;
+            if f.flag("use_sliding_window")? == Some(true) {
+                return Err(unsupported(
+                    "use_sliding_window",
+                    true,
+                    "false (sliding-window attention is not implemented)",
+                ));
+            }
+            if let Some(types) = f.get("layer_types") {
+                let Some(types) = types.as_array() else {
+                    return Err(Error::Config(format!("`layer_types` must be a list of strings, not {types}")));
                 };
-                let s = Llama3Scaling {
-                    factor: num("factor")?,
-                    low_freq_factor: num("low_freq_factor")?,
-                    high_freq_factor: num("high_freq_factor")?,
-                    original_max_position_embeddings: num("original_max_position_embeddings")? as usize,
-                };
-                if !(s.factor >= 1.0 && s.high_freq_factor > s.low_freq_factor && s.low_freq_factor > 0.0) {
+                if types.len() != num_hidden_layers {
                     return Err(unsupported(
-                        "rope_scaling",
-                        format!("{s:?}"),
-                        "factor >= 1 and high_freq_factor > low_freq_factor > 0",
+                        "layer_types",
+                        format!("{} entries for {num_hidden_layers} layers", types.len()),
+                        "one entry per layer (num_hidden_layers)",
                     ));
                 }
-                Some(s)
+                if let Some(t) = types.iter().find(|t| t.as_str() != Some("full_attention")) {
+                    return Err(unsupported(
+                        "layer_types",
+                        t,
+                        "\"full_attention\" for every layer (with sliding-window attention off, transformers \
+                         cannot run a \"sliding_attention\" layer either)",
+                    ));
+                }
             }
+        }
+
+        let (rope_theta, rope_scaling) = rope(&f, max_position_embeddings)?;
+        let torch_dtype = match (f.text("dtype")?, f.text("torch_dtype")?) {
+            (Some(a), Some(b)) if a != b => return Err(conflict("dtype", a, "torch_dtype", b)),
+            (Some(a), _) => Some(dtype(a, "dtype")?),
+            (None, Some(b)) => Some(dtype(b, "torch_dtype")?),
+            (None, None) => None,
         };
-        let torch_dtype = match r.torch_dtype.as_deref() {
-            None => None,
-            Some("bfloat16") => Some(DType::BF16),
-            Some("float16") => Some(DType::F16),
-            Some("float32") => Some(DType::F32),
-            Some(other) => return Err(unsupported("torch_dtype", other, "bfloat16, float16, float32")),
+        // `LlamaConfig`'s token defaults are 1 and 2; `Qwen2Config` has none. A `null` is none.
+        let (bos_default, eos_default) = match family {
+            Family::Llama => (Some(1), vec![2]),
+            Family::Qwen2 => (None, Vec::new()),
         };
-        let hidden_size = need(r.hidden_size, "hidden_size")?;
-        let num_attention_heads = need(r.num_attention_heads, "num_attention_heads")?;
+        let bos_token_id = match map.get("bos_token_id") {
+            None => bos_default,
+            Some(v) => token_ids(Some(v), "bos_token_id")?.first().copied(),
+        };
+        let eos_token_ids = match map.get("eos_token_id") {
+            None => eos_default,
+            Some(v) => token_ids(Some(v), "eos_token_id")?,
+        };
         let cfg = Config {
             family,
             hidden_size,
-            intermediate_size: need(r.intermediate_size, "intermediate_size")?,
-            num_hidden_layers: need(r.num_hidden_layers, "num_hidden_layers")?,
+            intermediate_size: need(f.uint("intermediate_size")?, "intermediate_size")?,
+            num_hidden_layers,
             num_attention_heads,
-            num_key_value_heads: r.num_key_value_heads.unwrap_or(num_attention_heads),
-            head_dim: r.head_dim.unwrap_or(hidden_size / num_attention_heads.max(1)),
-            vocab_size: need(r.vocab_size, "vocab_size")?,
-            rms_norm_eps: need(r.rms_norm_eps, "rms_norm_eps")?,
-            rope_theta: r.rope_theta.unwrap_or(10_000.0),
+            num_key_value_heads,
+            head_dim: f.uint("head_dim")?.unwrap_or(hidden_size / num_attention_heads.max(1)),
+            vocab_size: need(f.uint("vocab_size")?, "vocab_size")?,
+            rms_norm_eps: need(f.num("rms_norm_eps")?, "rms_norm_eps")?,
+            rope_theta,
             rope_scaling,
-            max_position_embeddings: r.max_position_embeddings.unwrap_or(4096),
-            tie_word_embeddings: r.tie_word_embeddings.unwrap_or(false),
+            max_position_embeddings,
+            tie_word_embeddings: f.flag("tie_word_embeddings")?.unwrap_or(false),
             qkv_bias: family == Family::Qwen2,
             torch_dtype,
-            bos_token_id: token_ids(&r.bos_token_id, "bos_token_id")?.first().copied(),
-            eos_token_ids: token_ids(&r.eos_token_id, "eos_token_id")?,
+            bos_token_id,
+            eos_token_ids,
         };
         cfg.validate()?;
         Ok(cfg)
