@@ -156,6 +156,9 @@ fn compare_node(out: &mut CaptureDiff, i: usize, x: &SnapNode, y: &SnapNode) {
 /// Two parameters: as pointers where both point into known memory (allocation and
 /// offset), else as bytes.
 fn compare_param(u: &ParamValue, v: &ParamValue) -> Option<(String, String, Cause)> {
+    if u.bytes.len() > 8 && u.bytes.len() == v.bytes.len() {
+        return compare_block(u, v);
+    }
     match (&u.target, &v.target) {
         (Some(s), Some(t)) => compare_target(s, t),
         (None, None) if u.bytes == v.bytes => None,
@@ -167,6 +170,32 @@ fn compare_param(u: &ParamValue, v: &ParamValue) -> Option<(String, String, Caus
             Cause::OtherAllocation,
         )),
     }
+}
+
+/// Two parameters passed by value (a struct, cuBLAS's packed parameter buffer), word by
+/// word: a word that is an address in both is compared by allocation and offset (graph
+/// memory has other addresses in every graph), any other word by its bytes.
+fn compare_block(u: &ParamValue, v: &ParamValue) -> Option<(String, String, Cause)> {
+    let at = |p: &ParamValue, o: usize| p.words.iter().find(|w| w.0 == o).map(|w| w.1);
+    for (i, (a, b)) in u.bytes.chunks(8).zip(v.bytes.chunks(8)).enumerate() {
+        let o = i * 8;
+        match (at(u, o), at(v, o)) {
+            (Some(s), Some(t)) => {
+                if let Some((x, y, cause)) = compare_target(&s, &t) {
+                    return Some((format!("word at byte {o}: {x}"), format!("word at byte {o}: {y}"), cause));
+                }
+            }
+            _ if a == b => {}
+            _ => {
+                return Some((
+                    format!("word at byte {o}: {a:02x?}"),
+                    format!("word at byte {o}: {b:02x?}"),
+                    Cause::HostValue,
+                ))
+            }
+        }
+    }
+    None
 }
 
 /// Two addresses, by allocation and offset.

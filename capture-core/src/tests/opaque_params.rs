@@ -60,3 +60,30 @@ fn a_kernel_whose_parameters_cannot_be_read_is_refused() {
     let err = own::prove(&snap, &Owners::new()).unwrap_err();
     assert!(err.to_string().contains("cannot read"), "{err}");
 }
+
+#[test]
+fn a_diff_compares_by_value_blocks_word_by_word() {
+    use crate::device::snapshot::RawNode;
+    // Two captures of one cuBLAS-like node: the operand in graph memory (another address in
+    // each graph), a size that changed.
+    let graph_of = |alloc: u64, size: u64| {
+        let kernel = KernelNode {
+            name: "gemm".into(),
+            grid: (1, 1, 1),
+            block: (1, 1, 1),
+            shared_mem_bytes: 0,
+            params: Some(vec![block(&[alloc + 64, size, 7])]),
+        };
+        let raw = RawSnapshot {
+            nodes: vec![RawNode::MemAlloc { ptr: alloc, bytes: 4096 }, RawNode::Kernel(kernel)],
+            edges: vec![(0, 1)],
+        };
+        locate(raw, vec![None, None], 1, &[], |_| None)
+    };
+    let same = crate::diff::diff(&graph_of(BASE, 32), &graph_of(BASE + 0x10_0000, 32));
+    assert!(same.differences.is_empty(), "graph memory is compared by allocation and offset: {same}");
+    let d = crate::diff::diff(&graph_of(BASE, 32), &graph_of(BASE + 0x10_0000, 48));
+    assert_eq!(d.differences.len(), 1, "{d}");
+    let text = d.to_string();
+    assert!(text.contains("word at byte 8"), "{text}");
+}
