@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Issue #30 on the GPU machine, over the binaries staged by ../shared/gpu/stage.sh and
-# scripts/stage-candle.sh:
+# Issue #30 on the GPU machine, over the binaries staged by scripts/stage-issue30.sh (candle)
+# and ../shared/gpu/stage.sh (capture-core's suite, its tests then xz-compressed):
 #   bash scripts/gpu_issue30.sh candle   # capture-candle's GPU tests, the proof at real size
 #   bash scripts/gpu_issue30.sh soak     # the soak, memcheck of the proof's tests and real graphs
 #   bash scripts/gpu_issue30.sh suite    # capture-core's suite
@@ -11,21 +11,7 @@ out=${OUT:-gpu-logs}
 mkdir -p "$out"
 export CAPTURE_REQUIRE_GPU=1 RUST_BACKTRACE=1
 c=.device/candle
-# Unpack candle's binaries once, and find the CUDA libraries they link (run.sh's way).
-python3 -c 'import lzma, glob, os, shutil
-for f in glob.glob(".device/candle/*.xz"):
-    with lzma.open(f) as i, open(f[:-3], "wb") as o: shutil.copyfileobj(i, o)
-    os.chmod(f[:-3], 0o755); os.remove(f)'
-libs=$(python3 - <<'PY'
-import os, site, glob
-dirs = set()
-for sp in site.getsitepackages() + [site.getusersitepackages()]:
-    for f in glob.glob(os.path.join(sp, "nvidia", "**", "lib*.so*"), recursive=True):
-        dirs.add(os.path.dirname(f))
-print(":".join(sorted(dirs)))
-PY
-)
-export LD_LIBRARY_PATH="$libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+source scripts/gpu-candle-env.sh "$c"
 one() { ls $c/$1-* 2>/dev/null | grep -v '\.d$' | head -1; }
 fail=0
 case "${1:-candle}" in

@@ -25,26 +25,13 @@ build test --no-run | python3 -c "$pick" "$out"
 build build --examples | python3 -c "$pick" "$out"
 strip "$out"/* 2>/dev/null || true
 # candle embeds its kernels' PTX: ~48 MB a binary, ~5 MB compressed (64 MiB travel).
-for f in "$out"/*; do xz -T2 -6 -f "$f"; done
+for f in "$out"/*; do case "$f" in *.xz) ;; *) xz -T2 -6 -f "$f" ;; esac; done
 cat > "$out/run.sh" <<'RUN'
 #!/usr/bin/env bash
 # On the GPU machine: candle's binaries link cuBLAS, cuRAND, NVRTC and the CUDA runtime
 # (13.x); PyTorch's NVIDIA wheels there ship them. Find them and run.
 cd "$(dirname "$0")"
-python3 -c 'import lzma, glob, os, shutil
-for f in glob.glob("*.xz"):
-    with lzma.open(f) as i, open(f[:-3], "wb") as o: shutil.copyfileobj(i, o)
-    os.chmod(f[:-3], 0o755); os.remove(f)'
-libs=$(python3 - <<'PY'
-import os, site, glob
-dirs = set()
-for sp in site.getsitepackages() + [site.getusersitepackages()]:
-    for f in glob.glob(os.path.join(sp, "nvidia", "**", "lib*.so*"), recursive=True):
-        dirs.add(os.path.dirname(f))
-print(":".join(sorted(dirs)))
-PY
-)
-export LD_LIBRARY_PATH="$libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+source ../../scripts/gpu-candle-env.sh .
 export CAPTURE_REQUIRE_GPU=1 RUST_BACKTRACE=1
 fail=0
 for t in ./*; do
