@@ -181,6 +181,11 @@ upload!(
     usize => |b| u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]) as usize,
     f32 => |b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]),
     f64 => |b| f64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]),
+);
+// cudarc's half-precision `DeviceRepr` comes with its `f16` feature, which candle's `cuda`
+// feature turns on (without it only the documentation builds).
+#[cfg(feature = "cuda")]
+upload!(
     half::f16 => |b| half::f16::from_bits(u16::from_le_bytes([b[0], b[1]])),
     half::bf16 => |b| half::bf16::from_bits(u16::from_le_bytes([b[0], b[1]])),
 );
@@ -223,7 +228,9 @@ impl CacheProbe {
             slices.push(one::<usize>(dev, bytes)?);
             slices.push(one::<f32>(dev, bytes)?);
             slices.push(one::<f64>(dev, bytes)?);
+            #[cfg(feature = "cuda")]
             slices.push(one::<half::f16>(dev, bytes)?);
+            #[cfg(feature = "cuda")]
             slices.push(one::<half::bf16>(dev, bytes)?);
         }
         Ok(Self { slices })
