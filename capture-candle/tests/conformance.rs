@@ -62,8 +62,14 @@ struct Fixture {
     prompts: Vec<Prompt>,
 }
 
+/// Every fixture; none (with a note) where the folder is absent: the published package
+/// leaves the fixtures out (capture-candle/Cargo.toml), the repository has them.
 fn fixtures() -> Vec<Fixture> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/transformers");
+    if !root.exists() && !Path::new(env!("CARGO_MANIFEST_DIR")).join("../.git").exists() {
+        eprintln!("skipped: {} is not in the published package", root.display());
+        return Vec::new();
+    }
     let mut dirs: Vec<PathBuf> = std::fs::read_dir(&root)
         .unwrap_or_else(|e| panic!("{}: {e}", root.display()))
         .map(|e| e.unwrap().path())
@@ -174,7 +180,8 @@ fn conform(fx: &Fixture, dev: &Device, dtype: DType) -> Outcome {
 
 fn conform_all(dev: &Device, dtypes: &[DType]) {
     let fxs = fixtures();
-    let v = &fxs[0].meta;
+    let Some(first) = fxs.first() else { return };
+    let v = &first.meta;
     println!(
         "against transformers {} (torch {}), {} fixtures; error: max |diff| / max |logit|",
         v.get("transformers_version").map_or("?", |s| s),
@@ -233,6 +240,9 @@ fn prompt_error(fx: &Fixture, dir: &Path) -> f64 {
 #[test]
 fn a_wrong_model_is_caught() {
     let fxs = fixtures();
+    if fxs.is_empty() {
+        return;
+    }
     let cases = [
         ("llama-v4-gqa7-d64-untied-llama3", "\"rope_type\": \"llama3\"", "\"rope_type\": \"default\"", 100.0),
         ("llama-v4-gqa1-d128-untied", "\"rope_theta\": 10000.0", "\"rope_theta\": 10001.0", 1.0),
@@ -268,6 +278,9 @@ fn a_wrong_model_is_caught() {
 #[test]
 fn fixtures_cover_both_config_forms_and_families() {
     let fxs = fixtures();
+    if fxs.is_empty() {
+        return;
+    }
     for (family, form) in [("llama", "v4"), ("llama", "v5"), ("qwen2", "v4"), ("qwen2", "v5")] {
         let n = fxs
             .iter()
