@@ -143,6 +143,65 @@ pub enum Error {
         /// Why.
         source: std::io::Error,
     },
+    /// A model directory without `tokenizer.json`, which text in and out needs.
+    #[error(
+        "{dir}: there is no tokenizer.json, which text prompts and text output need: copy the tokenizer.json \
+         of the model's Hugging Face repository into this directory (for a model that has only a SentencePiece \
+         tokenizer.model, transformers' `AutoTokenizer.from_pretrained(dir).save_pretrained(dir)` writes one), \
+         or give the prompt as token ids"
+    )]
+    MissingTokenizer {
+        /// The model directory.
+        dir: String,
+    },
+    /// A tokenizer with token ids the model has no embedding for.
+    #[error(
+        "{path}: the tokenizer has {tokens} token ids (added tokens included), but config.json's vocab_size is \
+         {vocab_size}: the model has no embedding for ids from {vocab_size} on, so this tokenizer is not the \
+         model's. Use the tokenizer.json of the model's own repository (a vocab_size above the tokenizer's is \
+         fine: checkpoints pad it)"
+    )]
+    TokenizerVocab {
+        /// The tokenizer file.
+        path: String,
+        /// One above its largest id.
+        tokens: usize,
+        /// The config's `vocab_size`.
+        vocab_size: usize,
+    },
+    /// A model-directory file (`tokenizer.json`, `tokenizer_config.json`,
+    /// `generation_config.json`, `chat_template.jinja`) that is not as transformers writes it.
+    #[error(
+        "{path}: field `{field}`: {detail}. The file is not as transformers writes it: download it again from \
+         the model's repository, or fix that field"
+    )]
+    BadModelFile {
+        /// The file.
+        path: String,
+        /// The field (`(the whole file)` where the file as a whole is wrong).
+        field: String,
+        /// What is wrong.
+        detail: String,
+    },
+    /// A chat template that fails to compile or to render.
+    #[error(
+        "{path}: field `{field}`: the chat template failed {stage}: {detail}. Fix the template (transformers \
+         renders it with Jinja2, trim_blocks and lstrip_blocks on), or give the prompt as plain text instead \
+         of a chat"
+    )]
+    ChatTemplate {
+        /// The file it came from (`tokenizer_config.json` or `chat_template.jinja`).
+        path: String,
+        /// The field (`chat_template`, or `(the whole file)` for `chat_template.jinja`).
+        field: String,
+        /// `to compile` or `to render`.
+        stage: &'static str,
+        /// The template engine's error, with the line.
+        detail: String,
+    },
+    /// The tokenizer failed on an input.
+    #[error("tokenizer: {0}")]
+    Tokenizer(String),
     /// One of the two captures of [`CandleStream::capture_diff`](crate::CandleStream::capture_diff)
     /// failed: the step cannot be captured at all, which the error it carries names.
     #[error("capture {run} of the two a capture diff makes failed, so the graphs cannot be compared: {source}")]
