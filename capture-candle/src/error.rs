@@ -172,28 +172,31 @@ pub enum Error {
     /// A model-directory file (`tokenizer.json`, `tokenizer_config.json`,
     /// `generation_config.json`, `chat_template.jinja`) that is not as transformers writes it.
     #[error(
-        "{path}: field `{field}`: {detail}. The file is not as transformers writes it: download it again from \
-         the model's repository, or fix that field"
+        "{path}{}: {detail}. The file is not as transformers writes it: download it again from the model's \
+         repository, or fix {}",
+        field_part(field), if field.is_some() { "that field" } else { "the file" }
     )]
     BadModelFile {
         /// The file.
         path: String,
-        /// The field (`(the whole file)` where the file as a whole is wrong).
-        field: String,
+        /// The field, where one is wrong (`None`: the file as a whole).
+        field: Option<String>,
         /// What is wrong.
         detail: String,
     },
     /// A chat template that fails to compile or to render.
     #[error(
-        "{path}: field `{field}`: the chat template failed {stage}: {detail}. Fix the template (transformers \
+        "{path}{}: the chat template failed {stage}: {detail}. Fix the template (transformers \
          renders it with Jinja2, trim_blocks and lstrip_blocks on), or give the prompt as plain text instead \
-         of a chat"
+         of a chat",
+        field_part(field)
     )]
     ChatTemplate {
         /// The file it came from (`tokenizer_config.json` or `chat_template.jinja`).
         path: String,
-        /// The field (`chat_template`, or `(the whole file)` for `chat_template.jinja`).
-        field: String,
+        /// The field (`chat_template`; `None` for `chat_template.jinja`, all of which is the
+        /// template).
+        field: Option<String>,
         /// `to compile` or `to render`.
         stage: &'static str,
         /// The template engine's error, with the line.
@@ -217,6 +220,11 @@ pub enum Error {
     /// An error from candle, raised by the step.
     #[error("candle: {0}")]
     Candle(#[from] candle_core::Error),
+}
+
+/// `, field `name`` for a message, or nothing.
+fn field_part(field: &Option<String>) -> String {
+    field.as_ref().map(|f| format!(", field `{f}`")).unwrap_or_default()
 }
 
 impl Error {

@@ -100,8 +100,9 @@ fn read(path: &Path) -> Result<Vec<u8>> {
     std::fs::read(path).map_err(|source| Error::Io { path: display(path), source })
 }
 
-fn bad(path: &Path, field: impl Into<String>, detail: impl std::fmt::Display) -> Error {
-    Error::BadModelFile { path: display(path), field: field.into(), detail: detail.to_string() }
+/// A file that is wrong in `field` (`None`: as a whole).
+fn bad<'f>(path: &Path, field: impl Into<Option<&'f str>>, detail: impl std::fmt::Display) -> Error {
+    Error::BadModelFile { path: display(path), field: field.into().map(String::from), detail: detail.to_string() }
 }
 
 impl Tokenizer {
@@ -120,10 +121,10 @@ impl Tokenizer {
         // Check that it is JSON first: the tokenizers crate's message for a file that is not
         // JSON at all is less clear than serde_json's.
         if let Err(e) = serde_json::from_slice::<serde::de::IgnoredAny>(bytes) {
-            return Err(bad(path, "(the whole file)", format_args!("not valid JSON: {e}")));
+            return Err(bad(path, None, format_args!("not valid JSON: {e}")));
         }
         let inner = tokenizers::Tokenizer::from_bytes(bytes)
-            .map_err(|e| bad(path, "(the tokenizer)", format_args!("the tokenizers crate cannot read it: {e}")))?;
+            .map_err(|e| bad(path, None, format_args!("the tokenizers crate cannot read it: {e}")))?;
         let size = inner.get_vocab(true).values().map(|&id| id as usize + 1).max().unwrap_or(0);
         if size == 0 {
             return Err(bad(path, "model.vocab", "the tokenizer has no tokens"));
@@ -286,7 +287,7 @@ impl Message {
 pub struct ChatTemplate {
     env: minijinja::Environment<'static>,
     path: PathBuf,
-    field: String,
+    field: Option<String>,
     tokens: BTreeMap<String, String>,
 }
 
@@ -299,9 +300,9 @@ impl std::fmt::Debug for ChatTemplate {
 const TEMPLATE: &str = "chat_template";
 
 impl ChatTemplate {
-    /// Compiles `source`, read from `path` (field `field`: `chat_template` for
-    /// `tokenizer_config.json`, `(the whole file)` for `chat_template.jinja`; both only name
-    /// it in errors). `special_tokens` are given to the template as variables (`bos_token`,
+    /// Compiles `source`, read from `path` (field `field`: `Some("chat_template")` for
+    /// `tokenizer_config.json`, `None` for `chat_template.jinja`; both only name it in
+    /// errors). `special_tokens` are given to the template as variables (`bos_token`,
     /// `eos_token`, ...).
     ///
     /// # Errors
@@ -309,11 +310,11 @@ impl ChatTemplate {
     pub fn new(
         source: &str,
         path: impl Into<PathBuf>,
-        field: impl Into<String>,
+        field: Option<&str>,
         special_tokens: BTreeMap<String, String>,
     ) -> Result<Self> {
         let path = path.into();
-        let field = field.into();
+        let field = field.map(String::from);
         let mut env = minijinja::Environment::new();
         let syntax = minijinja::syntax::SyntaxConfig::builder()
             .trim_blocks(true)
@@ -361,14 +362,14 @@ impl ChatTemplate {
     }
 }
 
-fn template_error(path: &Path, field: &str, stage: &'static str, e: &minijinja::Error) -> Error {
+fn template_error(path: &Path, field: &Option<String>, stage: &'static str, e: &minijinja::Error) -> Error {
     let mut detail = e.to_string();
     let mut source = std::error::Error::source(e);
     while let Some(s) = source {
         detail.push_str(&format!(": {s}"));
         source = s.source();
     }
-    Error::ChatTemplate { path: display(path), field: field.to_string(), stage, detail }
+    Error::ChatTemplate { path: display(path), field: field.clone(), stage, detail }
 }
 
 /// Seconds since 1970 (UTC), split into a civil date and time.
@@ -428,8 +429,20 @@ fn civil(secs: u64) -> Civil {
     }
 }
 
-const MONTHS: [&str; 12] =
-    ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October", "November", "December"];
+const MONTHS: [&str; 12] = [
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+];
 const DAYS: [&str; 7] = ["Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"];
 
 /// The conversions of Python's `strftime` that chat templates use; another `%x` is an error.
@@ -493,8 +506,8 @@ fn json_object(path: &Path) -> Result<Option<serde_json::Map<String, Json>>> {
     };
     match serde_json::from_slice::<Json>(&bytes) {
         Ok(Json::Object(map)) => Ok(Some(map)),
-        Ok(other) => Err(bad(path, "(the whole file)", format_args!("a JSON object is needed, not {}", kind(&other)))),
-        Err(e) => Err(bad(path, "(the whole file)", format_args!("not valid JSON: {e}"))),
+        Ok(other) => Err(bad(path, None, format_args!("a JSON object is needed, not {}", kind(&other)))),
+        Err(e) => Err(bad(path, None, format_args!("not valid JSON: {e}"))),
     }
 }
 
@@ -531,9 +544,11 @@ fn special_token(path: &Path, field: &str, v: &Json) -> Result<Option<String>> {
         Json::String(s) => Ok(Some(s.clone())),
         Json::Object(o) => match o.get("content") {
             Some(Json::String(s)) => Ok(Some(s.clone())),
-            _ => Err(bad(path, format!("{field}.content"), "a string is needed (the token's text)")),
+            _ => Err(bad(path, format!("{field}.content").as_str(), "a string is needed (the token's text)")),
         },
-        other => Err(bad(path, field, format_args!("a string or an object with a `content` is needed, not {}", kind(other)))),
+        other => {
+            Err(bad(path, field, format_args!("a string or an object with a `content` is needed, not {}", kind(other))))
+        }
     }
 }
 
@@ -596,17 +611,19 @@ impl TextIo {
         let jinja_path = dir.join("chat_template.jinja");
         let chat_template = match std::fs::read(&jinja_path) {
             Ok(b) => {
-                let source = String::from_utf8(b)
-                    .map_err(|e| bad(&jinja_path, "(the whole file)", format_args!("not UTF-8 text: {e}")))?;
-                Some(ChatTemplate::new(&source, &jinja_path, "(the whole file)", tokens)?)
+                let source =
+                    String::from_utf8(b).map_err(|e| bad(&jinja_path, None, format_args!("not UTF-8 text: {e}")))?;
+                Some(ChatTemplate::new(&source, &jinja_path, None, tokens)?)
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => match tc.as_ref().and_then(|m| m.get(TEMPLATE)) {
                 None | Some(Json::Null) => None,
-                Some(Json::String(s)) => Some(ChatTemplate::new(s, &tc_path, TEMPLATE, tokens)?),
+                Some(Json::String(s)) => Some(ChatTemplate::new(s, &tc_path, Some(TEMPLATE), tokens)?),
                 Some(Json::Array(list)) => {
                     let named = list.iter().find(|t| t.get("name").and_then(Json::as_str) == Some("default"));
                     match named.and_then(|t| t.get("template")) {
-                        Some(Json::String(s)) => Some(ChatTemplate::new(s, &tc_path, "chat_template[default]", tokens)?),
+                        Some(Json::String(s)) => {
+                            Some(ChatTemplate::new(s, &tc_path, Some("chat_template[default]"), tokens)?)
+                        }
                         _ => {
                             return Err(bad(
                                 &tc_path,

@@ -130,11 +130,17 @@ fn the_chat_template_renders_as_transformers_apply_chat_template() {
 #[test]
 fn a_chat_template_jinja_file_comes_before_tokenizer_config() {
     let s = Scratch::new("jinja");
-    s.write("chat_template.jinja", "{% for m in messages %}[{{ m.role }}] {{ m.content.upper() }}\n{% endfor %}{{ eos_token }}");
+    s.write(
+        "chat_template.jinja",
+        "{% for m in messages %}[{{ m.role }}] {{ m.content.upper() }}\n{% endfor %}{{ eos_token }}",
+    );
     let text = s.load().unwrap();
     let t = text.chat_template().unwrap();
     assert!(t.path().ends_with("chat_template.jinja"));
-    assert_eq!(t.render(&[Message::user("hé"), Message::assistant("ok")], true).unwrap(), "[user] HÉ\n[assistant] OK\n<|eot_id|>");
+    assert_eq!(
+        t.render(&[Message::user("hé"), Message::assistant("ok")], true).unwrap(),
+        "[user] HÉ\n[assistant] OK\n<|eot_id|>"
+    );
     // Without any template: no chat, plain text still works.
     let s = Scratch::new("no-template");
     s.set("tokenizer_config.json", "-chat_template", Value::Null);
@@ -202,6 +208,7 @@ fn stop_tokens_come_from_generation_config_then_config() {
 fn refused(s: &Scratch, file: &str, field: &str) -> Error {
     let err = s.load().expect_err("bad input is refused");
     let msg = err.to_string();
+    eprintln!("{msg}\n");
     assert!(msg.contains(file), "the message names {file}: {msg}");
     assert!(msg.contains(field), "the message names {field}: {msg}");
     err
@@ -253,30 +260,41 @@ fn chat_templates_that_fail_are_typed_errors_naming_the_file() {
     assert!(err.to_string().contains("chat_template.jinja"), "{err}");
 }
 
+/// How a file is broken: all of it replaced, or one field set.
+enum Break {
+    Write(&'static str),
+    Set(&'static str, Value),
+}
+
 #[test]
 fn malformed_files_are_typed_errors_naming_the_file_and_field() {
-    let cases: [(&str, &str, Option<(&str, Value)>, &str); 8] = [
-        ("tokenizer.json", "{\"version\": \"1.0\", \"model\": ", None, "(the whole file)"),
-        ("tokenizer.json", "{\"version\": \"1.0\"}", None, "(the tokenizer)"),
-        ("generation_config.json", "{\"eos_token_id\": [1, ", None, "(the whole file)"),
-        ("generation_config.json", "", Some(("eos_token_id", Value::from("<|eot_id|>"))), "eos_token_id"),
-        ("generation_config.json", "", Some(("eos_token_id", Value::from(-1))), "eos_token_id"),
-        ("tokenizer_config.json", "[1, 2]", None, "(the whole file)"),
-        ("tokenizer_config.json", "", Some(("bos_token", Value::from(5))), "bos_token"),
-        ("tokenizer_config.json", "", Some(("chat_template", Value::from(5))), "chat_template"),
+    use Break::{Set, Write};
+    let cases = [
+        ("tokenizer.json", Write("{\"version\": \"1.0\", \"model\": "), "JSON"),
+        ("tokenizer.json", Write("{\"version\": \"1.0\"}"), "tokenizers crate"),
+        ("generation_config.json", Write("{\"eos_token_id\": [1, "), "JSON"),
+        ("generation_config.json", Set("eos_token_id", Value::from("<|eot_id|>")), "eos_token_id"),
+        ("generation_config.json", Set("eos_token_id", Value::from(-1)), "eos_token_id"),
+        ("tokenizer_config.json", Write("[1, 2]"), "JSON"),
+        ("tokenizer_config.json", Set("bos_token", Value::from(5)), "bos_token"),
+        ("tokenizer_config.json", Set("chat_template", Value::from(5)), "chat_template"),
     ];
-    for (i, (file, text, field, named)) in cases.into_iter().enumerate() {
+    for (i, (file, how, named)) in cases.into_iter().enumerate() {
         let s = Scratch::new(&format!("bad-{i}"));
-        match field {
-            Some((f, v)) => s.set(file, f, v),
-            None => s.write(file, text),
+        match how {
+            Set(field, value) => s.set(file, field, value),
+            Write(text) => s.write(file, text),
         };
         let err = refused(&s, file, named);
         assert!(matches!(err, Error::BadModelFile { .. }), "case {i} ({file}): {err:?}");
     }
     // A special token given as transformers 4's AddedToken object is read.
     let s = Scratch::new("added-token");
-    s.set("tokenizer_config.json", "bos_token", serde_json::json!({"__type": "AddedToken", "content": "<|begin_of_text|>"}));
+    s.set(
+        "tokenizer_config.json",
+        "bos_token",
+        serde_json::json!({"__type": "AddedToken", "content": "<|begin_of_text|>"}),
+    );
     let e = expected();
     assert_eq!(s.load().unwrap().chat_prompt(&messages(&e["chat"]["messages"])).unwrap(), ids(&e["chat"]["ids"]));
 }
