@@ -143,6 +143,68 @@ pub enum Error {
         /// Why.
         source: std::io::Error,
     },
+    /// A model directory without `tokenizer.json`, which text in and out needs.
+    #[error(
+        "{dir}: there is no tokenizer.json, which text prompts and text output need: copy the tokenizer.json \
+         of the model's Hugging Face repository into this directory (for a model that has only a SentencePiece \
+         tokenizer.model, transformers' `AutoTokenizer.from_pretrained(dir).save_pretrained(dir)` writes one), \
+         or give the prompt as token ids"
+    )]
+    MissingTokenizer {
+        /// The model directory.
+        dir: String,
+    },
+    /// A tokenizer with token ids the model has no embedding for.
+    #[error(
+        "{path}: the tokenizer has {tokens} token ids (added tokens included), but config.json's vocab_size is \
+         {vocab_size}: the model has no embedding for ids from {vocab_size} on, so this tokenizer is not the \
+         model's. Use the tokenizer.json of the model's own repository (a vocab_size above the tokenizer's is \
+         fine: checkpoints pad it)"
+    )]
+    TokenizerVocab {
+        /// The tokenizer file.
+        path: String,
+        /// One above its largest id.
+        tokens: usize,
+        /// The config's `vocab_size`.
+        vocab_size: usize,
+    },
+    /// A model-directory file (`tokenizer.json`, `tokenizer_config.json`,
+    /// `generation_config.json`, `chat_template.jinja`) that is not as transformers writes it.
+    #[error(
+        "{path}{}: {detail}. The file is not as transformers writes it: download it again from the model's \
+         repository, or fix {}",
+        field_part(field), if field.is_some() { "that field" } else { "the file" }
+    )]
+    BadModelFile {
+        /// The file.
+        path: String,
+        /// The field, where one is wrong (`None`: the file as a whole).
+        field: Option<String>,
+        /// What is wrong.
+        detail: String,
+    },
+    /// A chat template that fails to compile or to render.
+    #[error(
+        "{path}{}: the chat template failed {stage}: {detail}. Fix the template (transformers \
+         renders it with Jinja2, trim_blocks and lstrip_blocks on), or give the prompt as plain text instead \
+         of a chat",
+        field_part(field)
+    )]
+    ChatTemplate {
+        /// The file it came from (`tokenizer_config.json` or `chat_template.jinja`).
+        path: String,
+        /// The field (`chat_template`; `None` for `chat_template.jinja`, all of which is the
+        /// template).
+        field: Option<String>,
+        /// `to compile` or `to render`.
+        stage: &'static str,
+        /// The template engine's error, with the line.
+        detail: String,
+    },
+    /// The tokenizer failed on an input.
+    #[error("tokenizer: {0}")]
+    Tokenizer(String),
     /// One of the two captures of [`CandleStream::capture_diff`](crate::CandleStream::capture_diff)
     /// failed: the step cannot be captured at all, which the error it carries names.
     #[error("capture {run} of the two a capture diff makes failed, so the graphs cannot be compared: {source}")]
@@ -158,6 +220,11 @@ pub enum Error {
     /// An error from candle, raised by the step.
     #[error("candle: {0}")]
     Candle(#[from] candle_core::Error),
+}
+
+/// `, field `name`` for a message, or nothing.
+fn field_part(field: &Option<String>) -> String {
+    field.as_ref().map(|f| format!(", field `{f}`")).unwrap_or_default()
 }
 
 impl Error {

@@ -123,95 +123,191 @@ impl Generator {
     /// the smallest bucket that holds them all (rows past the requests are inert) until every
     /// sequence has stopped. `progress` is called after every step.
     ///
+    /// To see each new token as it is drawn (to print text as it is made, say), use
+    /// [`generate_stream`](Self::generate_stream), which this calls.
+    ///
     /// # Errors
     /// [`Error::BatchTooLarge`] above the largest bucket; [`Error::PromptTooLong`] for a prompt
     /// longer than the cache; [`Error::InvalidArgument`] for bad sampling parameters, an empty
-    /// prompt or a zero token limit — all before any work.
+    /// prompt, a token id outside the vocabulary or a zero token limit — all before any work.
     pub fn generate(
         &mut self,
         cs: &mut CandleStream,
         requests: &[Request],
         mut progress: impl FnMut(&Progress),
     ) -> Result<Vec<Generation>> {
+        self.generate_stream(cs, requests, |t| {
+            if t.progress.steps > 0 {
+                progress(&t.progress)
+            }
+        })
+    }
+
+    /// As [`generate`](Self::generate), and `on_tokens` is given each request's new token:
+    /// once after the prefill (the first token of every sequence, with `progress.steps == 0`),
+    /// then after every replayed step. Feed them to a
+    /// [`TextStream`](crate::text::TextStream) to print text as it is made.
+    ///
+    /// # Errors
+    /// As [`generate`](Self::generate).
+    pub fn generate_stream(
+        &mut self,
+        cs: &mut CandleStream,
+        requests: &[Request],
+        on_tokens: impl FnMut(&NewTokens<'_>),
+    ) -> Result<Vec<Generation>> {
         let bucket = self.family.select(requests.len())?;
         let d = self.family.resources().clone();
-        let max_seq = d.model.max_seq();
-        for r in requests {
-            r.sampling.validate()?;
-            if r.prompt.len() > max_seq {
-                return Err(Error::PromptTooLong { len: r.prompt.len(), max_seq });
-            }
-            if r.prompt.is_empty() {
-                return Err(Error::invalid("prompt length", 0, "at least 1 token"));
-            }
-            if r.max_new_tokens == 0 {
-                return Err(Error::invalid("max_new_tokens", 0, "at least 1"));
-            }
-        }
+        check(&d.model, requests)?;
         let state = d.state.rows(0, bucket)?;
-        for row in 0..bucket {
-            state.set_row(row, 0, false)?;
+        let family = &self.family;
+        run(&d.model, &state, &self.stop_tokens, requests, || family.launch(cs, bucket).map(|_| ()), on_tokens)
+    }
+}
+
+/// The new tokens of one step of [`Generator::generate_stream`] or [`generate_eager`].
+#[derive(Clone, Copy, Debug)]
+#[non_exhaustive]
+pub struct NewTokens<'a> {
+    /// Progress so far (`steps` is 0 for the tokens the prefill drew).
+    pub progress: Progress,
+    /// For each request, in order, the token it drew at this step, or `None` where it had
+    /// already stopped or stopped now without a token ([`StopReason::CacheFull`]). A stop
+    /// token is given too (it ends its sequence, which then gets `None`).
+    pub tokens: &'a [Option<u32>],
+    /// For each request, whether it has stopped (at this step or before).
+    pub done: &'a [bool],
+}
+
+/// Generates for each request without graphs: the same layers, prefill and stop rules as
+/// [`Generator`], each step run eagerly with [`Model::step`] on whatever device the model is
+/// on (the CPU included). Slower than graph replay on a GPU, but it needs no CUDA: the text
+/// tests and the `generate` example use it on the CPU. `stop_tokens` end a sequence (pass
+/// the model's, e.g. [`TextIo::stop_tokens`](crate::text::TextIo::stop_tokens) or the
+/// config's `eos_token_ids`). `on_tokens` is called as in [`Generator::generate_stream`].
+///
+/// # Errors
+/// As [`Generator::generate`] (with no batch limit), and candle's errors.
+pub fn generate_eager(
+    model: &Model,
+    stop_tokens: &[u32],
+    requests: &[Request],
+    on_tokens: impl FnMut(&NewTokens<'_>),
+) -> Result<Vec<Generation>> {
+    if requests.is_empty() {
+        return Err(Error::invalid("batch rows", 0, "at least 1"));
+    }
+    check(model, requests)?;
+    let state = model.new_state(requests.len())?;
+    run(model, &state, stop_tokens, requests, || model.step(&state), on_tokens)
+}
+
+/// The requests' checks, before any work.
+fn check(model: &Model, requests: &[Request]) -> Result<()> {
+    let max_seq = model.max_seq();
+    let vocab = model.config().vocab_size;
+    for r in requests {
+        r.sampling.validate()?;
+        if r.prompt.len() > max_seq {
+            return Err(Error::PromptTooLong { len: r.prompt.len(), max_seq });
         }
-        for (row, r) in requests.iter().enumerate() {
-            state.sampler().set(row, &r.sampling, r.seed)?;
-            d.model.prefill(&state, row, &r.prompt)?;
+        if r.prompt.is_empty() {
+            return Err(Error::invalid("prompt length", 0, "at least 1 token"));
         }
-        let mut out: Vec<Generation> =
-            requests.iter().map(|_| Generation { tokens: Vec::new(), stop: StopReason::Limit }).collect();
-        let mut done = vec![false; requests.len()];
-        let first = state.read_tokens()?;
+        if let Some(&t) = r.prompt.iter().find(|&&t| t as usize >= vocab) {
+            return Err(Error::invalid("token id", t, format!("below the vocabulary size {vocab}")));
+        }
+        if r.max_new_tokens == 0 {
+            return Err(Error::invalid("max_new_tokens", 0, "at least 1"));
+        }
+    }
+    Ok(())
+}
+
+/// Prefills every request into its row of `state`, then calls `advance` (one decode step of
+/// every row: a graph replay or an eager step) until every sequence has stopped.
+fn run(
+    model: &Model,
+    state: &DecodeState,
+    stop_tokens: &[u32],
+    requests: &[Request],
+    mut advance: impl FnMut() -> Result<()>,
+    mut on_tokens: impl FnMut(&NewTokens<'_>),
+) -> Result<Vec<Generation>> {
+    for row in 0..state.batch() {
+        state.set_row(row, 0, false)?;
+    }
+    for (row, r) in requests.iter().enumerate() {
+        state.sampler().set(row, &r.sampling, r.seed)?;
+        model.prefill(state, row, &r.prompt)?;
+    }
+    let mut out: Vec<Generation> =
+        requests.iter().map(|_| Generation { tokens: Vec::new(), stop: StopReason::Limit }).collect();
+    let mut done = vec![false; requests.len()];
+    let mut new = vec![None; requests.len()];
+    let mut started = Instant::now();
+    let mut steps = 0;
+    loop {
+        let toks = state.read_tokens()?;
         let over = state.read_overflow()?;
         for (row, r) in requests.iter().enumerate() {
-            self.accept(row, first[row], over[row], r, &mut out, &mut done, &state)?;
-        }
-        let started = Instant::now();
-        let mut steps = 0;
-        while done.iter().any(|d| !d) {
-            self.family.launch(cs, bucket)?;
-            steps += 1;
-            let toks = state.read_tokens()?;
-            let over = state.read_overflow()?;
-            for (row, r) in requests.iter().enumerate() {
-                if !done[row] {
-                    self.accept(row, toks[row], over[row], r, &mut out, &mut done, &state)?;
-                }
+            new[row] = None;
+            if !done[row] {
+                new[row] = accept(stop_tokens, row, toks[row], over[row], r, &mut out, &mut done, state)?;
             }
-            progress(&Progress {
+        }
+        on_tokens(&NewTokens {
+            progress: Progress {
                 steps,
                 tokens: out.iter().map(|g| g.tokens.len()).sum(),
                 active: done.iter().filter(|d| !**d).count(),
                 elapsed: started.elapsed(),
-            });
+            },
+            tokens: &new,
+            done: &done,
+        });
+        if done.iter().all(|d| *d) {
+            return Ok(out);
         }
-        Ok(out)
+        if steps == 0 {
+            // Decoding (after the prefill) begins.
+            started = Instant::now();
+        }
+        advance()?;
+        steps += 1;
     }
+}
 
-    #[allow(clippy::too_many_arguments)]
-    fn accept(
-        &self,
-        row: usize,
-        token: u32,
-        overflow: bool,
-        r: &Request,
-        out: &mut [Generation],
-        done: &mut [bool],
-        state: &DecodeState,
-    ) -> Result<()> {
-        let g = &mut out[row];
-        if overflow {
-            g.stop = StopReason::CacheFull;
+/// Takes row `row`'s token into its generation, and stops the row (inactive from then on)
+/// where the token ends it. Returns the token kept, if any.
+#[allow(clippy::too_many_arguments)]
+fn accept(
+    stop_tokens: &[u32],
+    row: usize,
+    token: u32,
+    overflow: bool,
+    r: &Request,
+    out: &mut [Generation],
+    done: &mut [bool],
+    state: &DecodeState,
+) -> Result<Option<u32>> {
+    let g = &mut out[row];
+    let kept = if overflow {
+        g.stop = StopReason::CacheFull;
+        None
+    } else {
+        g.tokens.push(token);
+        if stop_tokens.contains(&token) {
+            g.stop = StopReason::StopToken(token);
+        } else if g.tokens.len() >= r.max_new_tokens {
+            g.stop = StopReason::Limit;
         } else {
-            g.tokens.push(token);
-            if self.stop_tokens.contains(&token) {
-                g.stop = StopReason::StopToken(token);
-            } else if g.tokens.len() >= r.max_new_tokens {
-                g.stop = StopReason::Limit;
-            } else {
-                return Ok(());
-            }
+            return Ok(Some(token));
         }
-        done[row] = true;
-        let pos = state.read_pos()?[row];
-        state.set_row(row, pos, false)
-    }
+        Some(token)
+    };
+    done[row] = true;
+    let pos = state.read_pos()?[row];
+    state.set_row(row, pos, false)?;
+    Ok(kept)
 }

@@ -57,6 +57,8 @@
 //!   `config.json` and loaded from safetensors (or random weights of a named config).
 //! - [`generate`]: prompts prefilled eagerly, then decoded by replaying one graph per
 //!   batch bucket ([`CandleFamily`]) until each sequence stops.
+//! - [`text`]: text in, text out — a model directory's tokenizer, stop tokens and chat
+//!   template, and text decoded as the tokens stream.
 //!
 //! ## 4. What the capture checks
 //! - The graph owns every address it uses. The resources implement [`Resources`] (they list
@@ -100,6 +102,7 @@ pub mod model;
 mod own;
 mod raw;
 mod stream;
+pub mod text;
 
 /// `#[derive(Resources)]`: see [`Resources`].
 pub use capture_macros::Resources;
