@@ -4,6 +4,7 @@
 #   bash scripts/gpu_issue30.sh candle   # capture-candle's GPU tests, the proof at real size
 #   bash scripts/gpu_issue30.sh soak     # the soak, memcheck of the proof's tests and real graphs
 #   bash scripts/gpu_issue30.sh suite    # capture-core's suite
+#   bash scripts/gpu_issue30.sh issue31  # transformers conformance on CUDA, real shapes, text generation
 # Logs go to $OUT (or ./gpu-logs).
 set -u
 cd "$(dirname "$0")/.."
@@ -35,6 +36,29 @@ case "${1:-candle}" in
       timeout 150 compute-sanitizer --tool memcheck $c/ownership proof --configs tiny-llama,tiny-qwen2 --max-seq 256 || { echo "FAILED: memcheck proof"; fail=1; }
     } 2>&1 | tee "$out/memcheck.txt"
     grep -E "ERROR SUMMARY|LEAK SUMMARY" "$out/memcheck.txt"
+    ;;
+  issue31)
+    # Issue #31 on the H100: the conformance fixtures on CUDA, checkpoints of the real shapes
+    # made by transformers here (scripts/conformance/real_shapes.py) compared in every dtype,
+    # and text generated from them.
+    export CAPTURE_CANDLE_FIXTURES=$PWD/capture-candle/tests/fixtures CAPTURE_CONFORMANCE_REAL=/tmp/real
+    { python3 -c 'import transformers, torch; print("transformers", transformers.__version__, "torch", torch.__version__)'
+      timeout 300 python3 scripts/conformance/real_shapes.py --out /tmp/real || { echo "FAILED: real_shapes.py"; fail=1; }
+    } 2>&1 | tee "$out/real-shapes.txt"
+    {
+      for t in conformance text generate model decode; do
+        b=$(one "$t"); echo "=== $t ($b)"
+        timeout 400 "$b" --include-ignored --test-threads=1 --nocapture || { echo "FAILED: $t"; fail=1; }
+      done
+    } 2>&1 | tee "$out/conformance.txt"
+    {
+      for m in llama-3.2-1b-v5 qwen2.5-0.5b-v4; do
+        for mode in --chat --no-chat; do
+          echo "=== generate --model $m --prompt ... $mode"
+          timeout 120 $c/generate --model /tmp/real/$m --prompt "Why is the sky blue? Héllo 🙂" $mode --max-new 48 --batch 2 || { echo "FAILED: generate $m $mode"; fail=1; }
+        done
+      done
+    } 2>&1 | tee "$out/generate-text.txt"
     ;;
   suite)
     # capture-core's suite (the main workspace's test binaries, xz-compressed to travel).

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Stage only what scripts/gpu_issue30.sh runs: capture-candle's GPU test binaries and the
-# ownership and model_proof examples, xz-compressed, in .device/candle/.
+# ownership, model_proof and generate examples, xz-compressed, in .device/candle/.
 set -euo pipefail
 root=$(git rev-parse --show-toplevel); cd "$root"
 out="$root/.device/candle"; rm -rf "$out"; mkdir -p "$out"
 build() { scripts/cuda-build-env.sh cargo "$@" --release --manifest-path capture-candle/Cargo.toml --message-format=json; }
 pick='
 import json, sys, shutil, os
-want = {"own", "gpu", "model", "generate", "decode", "ownership", "model_proof"}
+want = {"own", "gpu", "model", "generate", "decode", "ownership", "model_proof", "conformance", "text"}
 for line in sys.stdin:
     try: m = json.loads(line)
     except ValueError: continue

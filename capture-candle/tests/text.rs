@@ -15,7 +15,11 @@ use capture_candle::Error;
 use serde_json::Value;
 
 fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/text")
+    // `CAPTURE_CANDLE_FIXTURES`: where the binary runs on another machine (a GPU machine).
+    std::env::var_os("CAPTURE_CANDLE_FIXTURES")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures"))
+        .join("text")
 }
 
 fn expected() -> Value {
