@@ -150,12 +150,19 @@ pub(crate) fn read_device(dev: &CudaDevice, addr: u64, bytes: usize) -> candle_c
 /// The address of candle's layout-cache entry for `key` (`[dims.., strides..]`), if the
 /// cache holds one. Call it only while candle's stream is capturing with candle's upload
 /// cache on: a miss then fails instead of adding an entry.
+#[cfg(feature = "cuda")]
 pub(crate) fn layout_cache_entry(dev: &CudaDevice, key: Vec<usize>) -> Option<u64> {
     use candle_core::cuda_backend::SlicePtrOrNull;
     match SlicePtrOrNull::params_from_vec(dev, key) {
         Ok(SlicePtrOrNull::Cached(entry)) => Some(entry.device_ptr(&dev.cuda_stream()).0),
         _ => None,
     }
+}
+
+/// Without candle's CUDA backend (a documentation build) there is no cache.
+#[cfg(not(feature = "cuda"))]
+pub(crate) fn layout_cache_entry(_: &CudaDevice, _: Vec<usize>) -> Option<u64> {
+    None
 }
 
 /// An element type candle uploads through its upload cache, read from little-endian bytes.

@@ -109,10 +109,9 @@ fn read_fixture(dir: &Path) -> Fixture {
     let ids = |k: &str| -> Vec<u32> {
         t[k].to_dtype(DType::I64).unwrap().to_vec1::<i64>().unwrap().into_iter().map(|v| v as u32).collect()
     };
-    let names: Vec<String> = meta.get("prompts").map_or_else(
-        || vec!["short".into(), "long".into()],
-        |p| p.split(',').map(str::to_owned).collect(),
-    );
+    let names: Vec<String> = meta
+        .get("prompts")
+        .map_or_else(|| vec!["short".into(), "long".into()], |p| p.split(',').map(str::to_owned).collect());
     let prompts = names
         .iter()
         .map(|p| Prompt {
