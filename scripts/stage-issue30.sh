@@ -4,10 +4,11 @@
 set -euo pipefail
 root=$(git rev-parse --show-toplevel); cd "$root"
 out="$root/.device/candle"; rm -rf "$out"; mkdir -p "$out"
+# STAGE_ONLY="own gpu" stages those targets alone.
 build() { scripts/cuda-build-env.sh cargo "$@" --release --manifest-path capture-candle/Cargo.toml --message-format=json; }
 pick='
 import json, sys, shutil, os
-want = {"own", "gpu", "model", "generate", "decode", "ownership", "model_proof", "conformance", "text"}
+want = set(os.environ.get("STAGE_ONLY", "").split()) or {"own", "gpu", "model", "generate", "decode", "ownership", "model_proof", "conformance", "text"}
 for line in sys.stdin:
     try: m = json.loads(line)
     except ValueError: continue

@@ -56,17 +56,10 @@ impl<'s, 'a> CandleCapture<'s, 'a> {
     /// would fail); every error of
     /// [`CaptureGuard::finish_with_snapshot`](capture_core::CaptureGuard::finish_with_snapshot).
     pub(crate) fn finish_described(self) -> Result<(Graph<'a>, GraphSnapshot, CaptureReport)> {
-        let Self { guard, _cache, ctx, cudarc } = self;
-        let (graph, snapshot, report) = guard.finish_with_snapshot()?;
-        drop(_cache);
-        let nodes = report.nodes;
-        if nodes.mem_alloc > nodes.mem_free {
-            run_once(&ctx, cudarc, &graph)?;
-            return Err(Error::UnfreedGraphMemory {
-                allocs: nodes.mem_alloc,
-                frees: nodes.mem_free,
-                unfreed: nodes.mem_alloc - nodes.mem_free,
-            });
+        let (graph, snapshot, report, unfreed) = self.end()?;
+        if unfreed > 0 {
+            let nodes = report.nodes;
+            return Err(Error::UnfreedGraphMemory { allocs: nodes.mem_alloc, frees: nodes.mem_free, unfreed });
         }
         Ok((graph, snapshot, report))
     }
@@ -76,15 +69,21 @@ impl<'s, 'a> CandleCapture<'s, 'a> {
     /// that dropping the tensors the step kept frees memory that exists), and the number of
     /// such allocations is returned rather than refused: the diff reports it.
     pub(crate) fn finish_snapshot(self) -> Result<(GraphSnapshot, CaptureReport, usize)> {
+        let (_graph, snapshot, report, unfreed) = self.end()?;
+        Ok((snapshot, report, unfreed))
+    }
+
+    /// What both endings share: the graph, described, with candle's cache turned off, and
+    /// run once if it left graph memory allocated (how many allocations it left).
+    fn end(self) -> Result<(Graph<'a>, GraphSnapshot, CaptureReport, usize)> {
         let Self { guard, _cache, ctx, cudarc } = self;
         let (graph, snapshot, report) = guard.finish_with_snapshot()?;
         drop(_cache);
-        let nodes = report.nodes;
-        let unfreed = nodes.mem_alloc.saturating_sub(nodes.mem_free);
+        let unfreed = report.nodes.mem_alloc.saturating_sub(report.nodes.mem_free);
         if unfreed > 0 {
             run_once(&ctx, cudarc, &graph)?;
         }
-        Ok((snapshot, report, unfreed))
+        Ok((graph, snapshot, report, unfreed))
     }
 }
 
