@@ -708,6 +708,16 @@ static __device__ __forceinline__ u64 mix64(u64 z) {
     return z ^ (z >> 31);
 }
 
+// A key back to its float.
+static __device__ __forceinline__ float float_of_key(u32 k) {
+    return __uint_as_float((k & 0x80000000u) ? (k & 0x7fffffffu) : ~k);
+}
+// A logit's fixed-point probability, exp((v - xmax) / t) * 2^24 (NaN weighs 0, as -inf does).
+static __device__ __forceinline__ u64 weight_of(float v, float xmax, float inv_t) {
+    const float w = expf((v - xmax) * inv_t) * 16777216.f;
+    return w == w ? (u64)w : 0;
+}
+
 // Adds `val` to hist[bin] for every lane with `p`, one atomic per distinct bin of the warp:
 // the lanes of a bin sum their values first (integer sums: the same totals in any order).
 // Every lane of the warp must call it.
@@ -760,7 +770,7 @@ __device__ u32 radix_select(const typename E::T* x, u32 V, bool vec, u64 target,
             for (u32 j = 0; j < 8; ++j) {
                 const u32 i = c * 8 + j, k = key_of(v[j]);
                 const bool in = i < V && k >= floor && (k & mask) == prefix;
-                const u64 w = !in ? 0 : weighted ? (u64)(expf((v[j] - xmax) * inv_t) * 16777216.f) : 1;
+                const u64 w = !in ? 0 : weighted ? weight_of(v[j], xmax, inv_t) : 1;
                 warp_hist_add(hist, (k >> shift) & 255u, w, in && w != 0);
             }
         }
@@ -781,27 +791,13 @@ __device__ u32 radix_select(const typename E::T* x, u32 V, bool vec, u64 target,
     return prefix;
 }
 
+// One row drawn by one block, scanning the whole row (every pass over the vocabulary runs
+// on one multiprocessor): the reference the multi-block path below must equal, and its
+// fallback. Returns the token; advances the row's counter when it draws. Every thread of the
+// block calls it.
 template <typename E>
-__device__ void sample(const typename E::T* logits, u32 V, const float* params, u32* rng, u32* tokens,
-                       u32* pos, const u32* active, u32 advance, unsigned long long* amax) {
-    const u32 b = blockIdx.x, tid = threadIdx.x, nt = blockDim.x;
-    // The LM head's packed argmax of this row (when it computed one), then the slot is set
-    // back to 0 for the next step, whether or not the row is active.
-    const unsigned long long pre = amax ? amax[b] : 0;
-    __syncthreads();
-    if (amax && tid == 0) amax[b] = 0;
-    if (active && active[b] == 0) return;
-    const typename E::T* x = logits + (u64)b * V;
-    const float temp = params[b * 3 + 0], top_p = params[b * 3 + 1];
-    const u32 top_k = (u32)params[b * 3 + 2];
-    if ((!(temp > 0.f) || top_k == 1) && pre != 0) {
-        // Greedy, and the argmax is known: no scan.
-        if (tid == 0) {
-            tokens[b] = 0xffffffffu - (u32)(pre & 0xffffffffu);
-            pos[b] += advance;
-        }
-        return;
-    }
+__device__ u32 sample_scan(const typename E::T* x, u32 V, float temp, float top_p, u32 top_k, u32* g) {
+    const u32 tid = threadIdx.x, nt = blockDim.x;
     __shared__ u32 skey[32];
     __shared__ u32 sidx[32];
     __shared__ unsigned long long hist[256];
@@ -856,7 +852,7 @@ __device__ void sample(const typename E::T* logits, u32 V, const float* params, 
             load8<E>(x, V, c * 8, vec, v);
 #pragma unroll
             for (u32 j = 0; j < 8; ++j)
-                if (c * 8 + j < V && key_of(v[j]) >= kmin) total += (u64)(expf((v[j] - xmax) * inv_t) * 16777216.f);
+                if (c * 8 + j < V && key_of(v[j]) >= kmin) total += weight_of(v[j], xmax, inv_t);
         }
         for (int o = 16; o > 0; o >>= 1) total += __shfl_xor_sync(0xffffffffu, total, o);
         if (tid == 0) hist[0] = 0;
@@ -882,7 +878,7 @@ __device__ void sample(const typename E::T* logits, u32 V, const float* params, 
             load8<E>(x, V, i0, vec, v);
 #pragma unroll
             for (u32 j = 0; j < 8; ++j)
-                if (i0 + j < hi && key_of(v[j]) >= keep) mine += (u64)(expf((v[j] - xmax) * inv_t) * 16777216.f);
+                if (i0 + j < hi && key_of(v[j]) >= keep) mine += weight_of(v[j], xmax, inv_t);
         }
         // Inclusive scan over the block (warp scans, then warp totals).
         u64 inc = mine;
@@ -905,8 +901,8 @@ __device__ void sample(const typename E::T* logits, u32 V, const float* params, 
         __syncthreads();
         const u64 excl = inc - mine + hist[tid / 32], kept = hist[32];
         if (kept > 0) {
-            const u64 c0 = ((u64)rng[b * 4 + 2]) | ((u64)rng[b * 4 + 3] << 32);
-            const u64 seed = ((u64)rng[b * 4 + 0]) | ((u64)rng[b * 4 + 1] << 32);
+            const u64 c0 = ((u64)g[2]) | ((u64)g[3] << 32);
+            const u64 seed = ((u64)g[0]) | ((u64)g[1] << 32);
             // A uniform draw in [0, 1) scaled by the kept weight: a small difference in the
             // weights moves the point a little, not to an unrelated token.
             const double u = (double)(mix64(seed ^ mix64(c0 + 0x9e3779b97f4a7c15ull)) >> 11) * 0x1.0p-53;
@@ -917,7 +913,7 @@ __device__ void sample(const typename E::T* logits, u32 V, const float* params, 
                 for (u32 i = lo; i < hi; ++i) {
                     const float v = E::ld(x, i);
                     if (key_of(v) < keep) continue;
-                    run += (u64)(expf((v - xmax) * inv_t) * 16777216.f);
+                    run += weight_of(v, xmax, inv_t);
                     if (r < run) { chosen = i; break; }
                 }
             }
@@ -925,9 +921,547 @@ __device__ void sample(const typename E::T* logits, u32 V, const float* params, 
         __syncthreads();
         token = chosen;
         if (tid == 0) {
-            const u64 c1 = (((u64)rng[b * 4 + 2]) | ((u64)rng[b * 4 + 3] << 32)) + 1;
-            rng[b * 4 + 2] = (u32)c1;
-            rng[b * 4 + 3] = (u32)(c1 >> 32);
+            const u64 c1 = (((u64)g[2]) | ((u64)g[3] << 32)) + 1;
+            g[2] = (u32)c1;
+            g[3] = (u32)(c1 >> 32);
+        }
+    }
+    return token;
+}
+
+template <typename E>
+__device__ void sample(const typename E::T* logits, u32 V, const float* params, u32* rng, u32* tokens,
+                       u32* pos, const u32* active, u32 advance, unsigned long long* amax) {
+    const u32 b = blockIdx.x, tid = threadIdx.x;
+    // The LM head's packed argmax of this row (when it computed one), then the slot is set
+    // back to 0 for the next step, whether or not the row is active.
+    const unsigned long long pre = amax ? amax[b] : 0;
+    __syncthreads();
+    if (amax && tid == 0) amax[b] = 0;
+    if (active && active[b] == 0) return;
+    const float temp = params[b * 3 + 0], top_p = params[b * 3 + 1];
+    const u32 top_k = (u32)params[b * 3 + 2];
+    u32 token;
+    if ((!(temp > 0.f) || top_k == 1) && pre != 0)
+        token = 0xffffffffu - (u32)(pre & 0xffffffffu);  // greedy, and the argmax is known: no scan
+    else
+        token = sample_scan<E>(logits + (u64)b * V, V, temp, top_p, top_k, rng + b * 4);
+    if (tid == 0) {
+        tokens[b] = token;
+        pos[b] += advance;
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Sampling across many blocks a row (issue #32): the draw of `sample_scan`, bit for bit,
+// without one multiprocessor scanning the whole vocabulary several times.
+//
+// The row is cut into P parts of `chunk` logits (a multiple of 8). Three kernels:
+//   sample_max   (grid P x B, only when the LM head gave no packed argmax): each part's
+//                largest key and first index, atomicMax'ed into the row's scratch slot.
+//   sample_part  (grid P x B): each part's candidates, the SP_C largest logits of the part
+//                (ties at the part's threshold taken in index order), kept in index order,
+//                and, when no top-k applies, the part's exact fixed-point weight sum.
+//   sample_pick  (grid B): one block a row merges the candidates, finds the top-k and top-p
+//                thresholds among them and draws. With neither filter it draws from the
+//                parts' sums and scans only the part that holds the draw.
+//
+// Why the candidates suffice: a part's list holds every logit of the part above its threshold
+// key. Let L be the largest threshold among the parts whose list is full; every logit of the
+// row with a key above L is a candidate. A threshold (top-k's k-th largest key, top-p's cut)
+// found among the candidates and above L is therefore the row's own threshold, and every
+// logit it keeps is a candidate. When a threshold falls at or below L (ties, or a top-p set
+// too wide for the candidates), the block falls back to `sample_scan`: the same draw, slower.
+// Sums are of integers (exact in any order), thresholds are keys, and the uniform, the
+// weights and the index order of the draw are `sample_scan`'s: the token is the same.
+//
+// scratch [B, SP_WORDS] u32, a row: the packed argmax slot (u64, when the LM head gave
+// none), the parts' weight sums (u64 [SP_PARTS]), the parts' counts and thresholds
+// ([SP_PARTS][2]: count | full << 31, threshold key), candidate keys and indices
+// ([SP_PARTS][SP_C] each). sample_pick sets the argmax slot back to 0.
+#define SP_PARTS 128  // sample_pick's scan of the parts' sums takes 4 a lane
+#define SP_C 64
+#define SP_PART_THREADS 256
+#define SP_PICK_THREADS 1024
+#define SP_SUMS 2
+#define SP_INFO (SP_SUMS + 2 * SP_PARTS)
+#define SP_KEYS (SP_INFO + 2 * SP_PARTS)
+#define SP_IDX (SP_KEYS + SP_PARTS * SP_C)
+#define SP_WORDS (SP_IDX + SP_PARTS * SP_C)
+
+
+// Inclusive scan of `v` over the block (blockDim.x a multiple of 32, at most 1024); `sm`
+// holds 33 values of shared memory; `total` gets the block's sum. Every thread calls it.
+static __device__ __forceinline__ u64 block_scan(u64 v, u64* sm, u64& total) {
+    const u32 tid = threadIdx.x, lane = tid % 32, warp = tid / 32, nw = blockDim.x / 32;
+    u64 inc = v;
+    for (int o = 1; o < 32; o <<= 1) {
+        const u64 n = __shfl_up_sync(0xffffffffu, inc, o);
+        if ((int)lane >= o) inc += n;
+    }
+    if (lane == 31) sm[warp] = inc;
+    __syncthreads();
+    if (warp == 0) {
+        u64 w = lane < nw ? sm[lane] : 0, wi = w;
+        for (int o = 1; o < 32; o <<= 1) {
+            const u64 n = __shfl_up_sync(0xffffffffu, wi, o);
+            if ((int)lane >= o) wi += n;
+        }
+        if (lane < nw) sm[lane] = wi - w;  // exclusive: the warps before
+        if (lane == 31) sm[32] = wi;
+    }
+    __syncthreads();
+    inc += sm[warp];
+    total = sm[32];
+    __syncthreads();
+    return inc;
+}
+
+static __device__ __forceinline__ u64 block_sum(u64 v, u64* sm) {
+    u64 t;
+    block_scan(v, sm, t);
+    return t;
+}
+
+// From the top of a 256-bin histogram (bin b holds lo[b] + hi[b] * 2^16; hi may be null):
+// the bin where the running count reaches `need` (summed from bin 255 down), and what is
+// still needed inside it. Warp 0 calls it.
+static __device__ __forceinline__ void top_bin(const u32* lo, const u32* hi, u64 need, u32& bin_out, u64& rest_out,
+                                               bool& exact_out, bool& found_out) {
+    const u32 lane = threadIdx.x % 32;
+    auto at = [&](u32 b) -> u64 { return (u64)lo[b] + (hi ? (u64)hi[b] << 16 : 0); };
+    // Lane l holds bins 255 - 8l ..= 248 - 8l, from the top.
+    u64 own = 0;
+#pragma unroll
+    for (u32 j = 0; j < 8; ++j) own += at(255 - lane * 8 - j);
+    u64 inc = own;
+    for (int o = 1; o < 32; o <<= 1) {
+        const u64 n = __shfl_up_sync(0xffffffffu, inc, o);
+        if ((int)lane >= o) inc += n;
+    }
+    const unsigned hit = __ballot_sync(0xffffffffu, inc >= need);
+    if (!hit) {
+        if (lane == 0) found_out = false;
+        return;
+    }
+    const u32 l = __ffs(hit) - 1;
+    if (lane == l) {
+        u64 run = inc - own;
+        for (u32 j = 0; j < 8; ++j) {
+            const u32 bin = 255 - l * 8 - j;
+            const u64 h = at(bin);
+            if (run + h >= need) {
+                bin_out = bin;
+                rest_out = need - run;
+                exact_out = h == need - run;
+                found_out = true;
+                break;
+            }
+            run += h;
+        }
+    }
+}
+
+// hist[bin] += 1 for each active lane with `p`: one shared atomic per distinct bin of the
+// warp (logits crowd into a few bins of their top bits).
+static __device__ __forceinline__ void hist_add32(u32* hist, u32 bin, bool p) {
+    const unsigned act = __ballot_sync(__activemask(), p);
+    if (p) {
+        const unsigned peers = __match_any_sync(act, bin);
+        if ((threadIdx.x % 32) == (u32)(__ffs(peers) - 1)) atomicAdd(&hist[bin], (u32)__popc(peers));
+    }
+}
+
+// lo[bin] += w mod 2^16 and hi[bin] += w / 2^16 (w < 2^25) for each active lane with `p`:
+// exact sums in native 32-bit shared atomics, one pair per distinct bin of the warp.
+static __device__ __forceinline__ void hist_add_w(u32* lo, u32* hi, u32 bin, u64 w, bool p) {
+    const unsigned act = __ballot_sync(__activemask(), p);
+    if (p) {
+        const unsigned peers = __match_any_sync(act, bin);
+        const u32 l = __reduce_add_sync(peers, (u32)(w & 0xffffu)), h = __reduce_add_sync(peers, (u32)(w >> 16));
+        if ((threadIdx.x % 32) == (u32)(__ffs(peers) - 1)) {
+            atomicAdd(&lo[bin], l);
+            if (h) atomicAdd(&hi[bin], h);
+        }
+    }
+}
+
+template <typename E>
+__device__ void sample_max(const typename E::T* logits, u32 V, u32 chunk, const u32* active, u32* scratch) {
+    const u32 p = blockIdx.x, b = blockIdx.y, tid = threadIdx.x;
+    if (active && active[b] == 0) return;
+    const typename E::T* x = logits + (u64)b * V;
+    const bool vec = V % 8 == 0 && ((unsigned long long)x & 15) == 0;
+    const u32 lo = p * chunk, hi = min(lo + chunk, V);
+    unsigned long long best = 0;
+    for (u32 i0 = lo + tid * 8; i0 < hi; i0 += blockDim.x * 8) {
+        float v[8];
+        load8<E>(x, V, i0, vec, v);
+#pragma unroll
+        for (u32 j = 0; j < 8; ++j) {
+            const unsigned long long pk = ((unsigned long long)key_of(v[j]) << 32) | (0xffffffffu - (i0 + j));
+            if (i0 + j < hi && pk > best) best = pk;
+        }
+    }
+    for (int o = 16; o > 0; o >>= 1) {
+        const unsigned long long n = __shfl_xor_sync(0xffffffffu, best, o);
+        if (n > best) best = n;
+    }
+    if (tid % 32 == 0 && best) atomicMax(reinterpret_cast<unsigned long long*>(scratch + (u64)b * SP_WORDS), best);
+}
+
+// The row's sampling parameters, as both kernels read them.
+struct SpRow {
+    float temp, top_p, inv_t, xmax;
+    u32 top_k;      // 0: no top-k (also for k >= V)
+    bool top_p_on;  // top_p in (0, 1)
+};
+
+template <typename E>
+__device__ void sample_part(const typename E::T* logits, u32 V, u32 chunk, const float* params,
+                            const u32* active, const unsigned long long* amax, u32* scratch) {
+    const u32 p = blockIdx.x, b = blockIdx.y, tid = threadIdx.x, nt = blockDim.x;
+    if (active && active[b] == 0) return;
+    u32* s = scratch + (u64)b * SP_WORDS;
+    const unsigned long long pre = amax ? amax[b] : *reinterpret_cast<const unsigned long long*>(s);
+    const float temp = params[b * 3 + 0], top_p = params[b * 3 + 1];
+    const u32 top_k0 = (u32)params[b * 3 + 2];
+    if (!(temp > 0.f) || top_k0 == 1 || pre == 0) return;  // greedy, or sample_pick scans
+    const float xmax = float_of_key((u32)(pre >> 32));
+    if (!(xmax > -INFINITY)) return;
+    const float inv_t = 1.f / temp;
+    const u32 top_k = top_k0 > 0 && top_k0 < V ? top_k0 : 0;
+    const bool top_p_on = top_p < 1.f && top_p > 0.f;
+    const typename E::T* x = logits + (u64)b * V;
+    const bool vec = V % 8 == 0 && ((unsigned long long)x & 15) == 0;
+    const u32 lo = p * chunk, hi = min(lo + chunk, V), n = hi > lo ? hi - lo : 0;
+    __shared__ u64 red[33];
+    __shared__ u32 hist[256];
+    __shared__ u32 sbin;
+    __shared__ u64 srest;
+    __shared__ bool sexact, sfound;
+    if (!top_k) {
+        // The part's weight sum (no top-k: sample_pick needs the row's total).
+        u64 w = 0;
+        for (u32 i0 = lo + tid * 8; i0 < hi; i0 += nt * 8) {
+            float v[8];
+            load8<E>(x, V, i0, vec, v);
+#pragma unroll
+            for (u32 j = 0; j < 8; ++j)
+                if (i0 + j < hi) w += weight_of(v[j], xmax, inv_t);
+        }
+        w = block_sum(w, red);
+        if (tid == 0) reinterpret_cast<unsigned long long*>(s + SP_SUMS)[p] = w;
+        if (!top_p_on) return;  // no filter: the sums are all sample_pick needs
+    }
+    // The part's threshold: its SP_C-th largest key (radix selection, 8 bits a pass), or 0
+    // when the part holds no more than SP_C logits.
+    const bool full = n > SP_C;
+    u32 thr = 0;
+    if (full) {
+        u32 prefix = 0, mask = 0;
+        u64 need = SP_C;
+        for (int shift = 24; shift >= 0; shift -= 8) {
+            for (u32 j = tid; j < 256; j += nt) hist[j] = 0;
+            __syncthreads();
+            for (u32 i0 = lo + tid * 8; i0 < hi; i0 += nt * 8) {
+                float v[8];
+                load8<E>(x, V, i0, vec, v);
+#pragma unroll
+                for (u32 j = 0; j < 8; ++j) {
+                    const u32 k = key_of(v[j]);
+                    hist_add32(hist, (k >> shift) & 255u, i0 + j < hi && (k & mask) == prefix);
+                }
+            }
+            __syncthreads();
+            if (tid < 32) top_bin(hist, nullptr, need, sbin, srest, sexact, sfound);
+            __syncthreads();
+            prefix |= sbin << shift;
+            mask |= 255u << shift;
+            need = srest;
+            const bool exact = sexact;
+            __syncthreads();
+            // Every key of this bin is needed: the bin's lowest key is a threshold.
+            if (exact) break;
+        }
+        thr = prefix;
+    }
+    // Candidates in index order: every key above the threshold, then keys equal to it in
+    // index order while fewer than SP_C are taken.
+    u32 above = 0;
+    for (u32 i0 = lo + tid * 8; i0 < hi; i0 += nt * 8) {
+        float v[8];
+        load8<E>(x, V, i0, vec, v);
+#pragma unroll
+        for (u32 j = 0; j < 8; ++j) above += i0 + j < hi && key_of(v[j]) > thr;
+    }
+    const u32 quota = SP_C - (u32)block_sum(above, red);  // ties that may be taken
+    u32* ckey = s + SP_KEYS + p * SP_C;
+    u32* cidx = s + SP_IDX + p * SP_C;
+    u32 base_gt = 0, base_eq = 0;
+    for (u32 r0 = lo; r0 < hi; r0 += nt * 8) {
+        const u32 i0 = r0 + tid * 8;
+        float v[8];
+        u32 gt = 0, eq = 0;
+        if (i0 < hi) load8<E>(x, V, i0, vec, v);
+#pragma unroll
+        for (u32 j = 0; j < 8; ++j) {
+            if (i0 + j < hi) {
+                const u32 k = key_of(v[j]);
+                gt += k > thr;
+                eq += k == thr;
+            }
+        }
+        u64 tot;
+        const u64 inc = block_scan(((u64)gt << 32) | eq, red, tot);
+        u32 bgt = base_gt + (u32)((inc >> 32) - gt), beq = base_eq + (u32)(inc & 0xffffffffu) - eq;
+#pragma unroll
+        for (u32 j = 0; j < 8; ++j) {
+            if (i0 + j < hi) {
+                const u32 k = key_of(v[j]);
+                if (k > thr || (k == thr && beq < quota)) {
+                    const u32 at = bgt + min(beq, quota);
+                    ckey[at] = k;
+                    cidx[at] = i0 + j;
+                }
+                bgt += k > thr;
+                beq += k == thr;
+            }
+        }
+        base_gt += (u32)(tot >> 32);
+        base_eq += (u32)(tot & 0xffffffffu);
+    }
+    if (tid == 0) {
+        s[SP_INFO + 2 * p] = (base_gt + min(base_eq, quota)) | (full ? 0x80000000u : 0u);
+        s[SP_INFO + 2 * p + 1] = thr;
+    }
+}
+
+// Radix selection over the candidate keys in shared memory (0: an empty slot): the largest
+// key K >= floor such that the keys >= max(K, floor) weigh at least `need` (each key 1, or
+// its fixed-point weight). `found` false when all of them weigh less. `lo` and `hi` are 256
+// u32 each of shared memory.
+static __device__ u32 select_keys(const u32* keys, u32 n, u64 need, bool weighted, u32 floor, float xmax,
+                                  float inv_t, u32* lo, u32* hi, u32& sbin, u64& srest, bool& sexact,
+                                  bool& sfound, bool& found) {
+    const u32 tid = threadIdx.x, nt = blockDim.x;
+    u32 prefix = 0, mask = 0;
+    found = true;
+    for (int shift = 24; shift >= 0; shift -= 8) {
+        for (u32 j = tid; j < 256; j += nt) lo[j] = hi[j] = 0;
+        __syncthreads();
+        for (u32 i = tid; i < n; i += nt) {
+            const u32 k = keys[i];
+            const bool in = k != 0 && k >= floor && (k & mask) == prefix;
+            const u64 w = !in ? 0 : weighted ? weight_of(float_of_key(k), xmax, inv_t) : 1;
+            hist_add_w(lo, hi, (k >> shift) & 255u, w, w != 0);
+        }
+        __syncthreads();
+        if (tid < 32) top_bin(lo, hi, need, sbin, srest, sexact, sfound);
+        __syncthreads();
+        if (!sfound) {
+            found = false;
+            return 0;
+        }
+        prefix |= sbin << shift;
+        mask |= 255u << shift;
+        need = srest;
+        const bool exact = sexact;
+        __syncthreads();
+        if (exact) break;
+    }
+    return prefix > floor ? prefix : floor;
+}
+
+template <typename E>
+__device__ void sample_pick(const typename E::T* logits, u32 V, u32 parts, u32 chunk, const float* params,
+                            u32* rng, u32* tokens, u32* pos, const u32* active, u32 advance,
+                            unsigned long long* amax, u32* scratch) {
+    const u32 b = blockIdx.x, tid = threadIdx.x, nt = blockDim.x;
+    u32* s = scratch + (u64)b * SP_WORDS;
+    unsigned long long* slot = amax ? amax + b : reinterpret_cast<unsigned long long*>(s);
+    const unsigned long long pre = *slot;
+    __syncthreads();
+    if (tid == 0) *slot = 0;  // for the next step's argmax, whether or not the row is active
+    if (active && active[b] == 0) return;
+    const float temp = params[b * 3 + 0], top_p = params[b * 3 + 1];
+    const u32 top_k0 = (u32)params[b * 3 + 2];
+    const typename E::T* x = logits + (u64)b * V;
+    u32* g = rng + b * 4;
+    const u32 argmax = 0xffffffffu - (u32)(pre & 0xffffffffu);
+    const float xmax = float_of_key((u32)(pre >> 32));
+    u32 token;
+    if (pre == 0) {
+        token = sample_scan<E>(x, V, temp, top_p, top_k0, g);  // no argmax was computed
+    } else if (!(temp > 0.f) || top_k0 == 1 || !(xmax > -INFINITY)) {
+        token = argmax;  // greedy: nothing drawn
+    } else {
+        const float inv_t = 1.f / temp;
+        const u32 top_k = top_k0 > 0 && top_k0 < V ? top_k0 : 0;
+        const bool top_p_on = top_p < 1.f && top_p > 0.f;
+        __shared__ u32 keys[SP_PARTS * SP_C];
+        __shared__ u32 hlo[256], hhi[256];
+        __shared__ u64 red[33];
+        __shared__ u32 sbin, stoken, sfall;
+        __shared__ u64 srest;
+        __shared__ bool sexact, sfound;
+        const unsigned long long* sums = reinterpret_cast<const unsigned long long*>(s + SP_SUMS);
+        const u64 c0 = ((u64)g[2]) | ((u64)g[3] << 32), seed = ((u64)g[0]) | ((u64)g[1] << 32);
+        const double u = (double)(mix64(seed ^ mix64(c0 + 0x9e3779b97f4a7c15ull)) >> 11) * 0x1.0p-53;
+        if (tid == 0) {
+            stoken = argmax;
+            sfall = 0;
+        }
+        if (!top_k && !top_p_on) {
+            // No filter: the part that holds the draw, from the parts' sums, then the token
+            // inside it.
+            if (tid < 32) {
+                // Lane l sums parts 4l .. 4l + 3 (SP_PARTS = 128), then a scan over the lanes.
+                u64 own[4], t = 0;
+#pragma unroll
+                for (u32 j = 0; j < 4; ++j) {
+                    const u32 q = tid * 4 + j;
+                    own[j] = q < parts ? sums[q] : 0;
+                    t += own[j];
+                }
+                u64 inc = t;
+                for (int o = 1; o < 32; o <<= 1) {
+                    const u64 nb = __shfl_up_sync(0xffffffffu, inc, o);
+                    if ((int)tid >= o) inc += nb;
+                }
+                const u64 total = __shfl_sync(0xffffffffu, inc, 31);
+                u64 r = (u64)(u * (double)total);
+                if (r >= total && total > 0) r = total - 1;
+                const unsigned hit = __ballot_sync(0xffffffffu, total > 0 && r < inc);
+                if (tid == 0) red[32] = total;
+                if (hit && tid == (u32)(__ffs(hit) - 1)) {
+                    u64 run = inc - t;
+                    u32 j = 0;
+                    for (; j < 3; ++j) {
+                        if (r < run + own[j]) break;
+                        run += own[j];
+                    }
+                    sbin = tid * 4 + j;
+                    srest = r - run;
+                }
+            }
+            __syncthreads();
+            if (red[32] > 0) {
+                const u32 q = sbin;
+                const u64 r = srest;
+                const u32 lo = q * chunk, hi = min(lo + chunk, V);
+                const u32 per = (hi - lo + nt - 1) / nt, a = min(lo + tid * per, hi), z = min(a + per, hi);
+                u64 mine = 0;
+                for (u32 i = a; i < z; ++i) mine += weight_of(E::ld(x, i), xmax, inv_t);
+                u64 tot;
+                const u64 excl = block_scan(mine, red, tot) - mine;
+                if (r >= excl && r < excl + mine) {
+                    u64 run = excl;
+                    for (u32 i = a; i < z; ++i) {
+                        run += weight_of(E::ld(x, i), xmax, inv_t);
+                        if (r < run) {
+                            stoken = i;
+                            break;
+                        }
+                    }
+                }
+            }
+        } else {
+            // The candidates, slot p * SP_C + j (index order); 0 marks an empty slot.
+            const u32 n = parts * SP_C;
+            for (u32 i = tid; i < n; i += nt) {
+                const u32 q = i / SP_C, j = i - q * SP_C;
+                keys[i] = j < (s[SP_INFO + 2 * q] & 0x7fffffffu) ? s[SP_KEYS + i] : 0u;
+            }
+            // L: the largest threshold of a full part; every key above it is a candidate.
+            if (tid < 32) {
+                u32 l = 0, cnt = 0;
+                for (u32 q = tid; q < parts; q += 32) {
+                    const u32 info = s[SP_INFO + 2 * q];
+                    cnt += info & 0x7fffffffu;
+                    if (info & 0x80000000u) l = max(l, s[SP_INFO + 2 * q + 1]);
+                }
+                for (int o = 16; o > 0; o >>= 1) {
+                    l = max(l, __shfl_xor_sync(0xffffffffu, l, o));
+                    cnt += __shfl_xor_sync(0xffffffffu, cnt, o);
+                }
+                if (tid == 0) {
+                    sbin = l;
+                    red[32] = cnt;
+                }
+            }
+            __syncthreads();
+            const u32 L = sbin;
+            const u64 count = red[32];
+            __syncthreads();
+            bool ok = true, found = true;
+            u32 kmin = 0;
+            if (top_k) {
+                if (count < top_k) ok = false;
+                else kmin = select_keys(keys, n, top_k, false, 1, xmax, inv_t, hlo, hhi, sbin, srest, sexact, sfound, found);
+                ok = ok && found && kmin > L;
+            }
+            u32 keep = kmin;
+            if (ok) {
+                // The weight the top-p share is of: the kept candidates' (top-k), or the row's.
+                u64 total = 0;
+                if (top_k) {
+                    u64 w = 0;
+                    for (u32 i = tid; i < n; i += nt)
+                        if (keys[i] != 0 && keys[i] >= kmin) w += weight_of(float_of_key(keys[i]), xmax, inv_t);
+                    total = block_sum(w, red);
+                } else {
+                    u64 w = 0;
+                    for (u32 q = tid; q < parts; q += nt) w += sums[q];
+                    total = block_sum(w, red);
+                }
+                if (top_p_on && total > 0) {
+                    u64 target = (u64)ceil((double)top_p * (double)total);
+                    if (target < 1) target = 1;
+                    const u32 pmin = select_keys(keys, n, target, true, max(kmin, 1u), xmax, inv_t, hlo, hhi, sbin,
+                                                 srest, sexact, sfound, found);
+                    ok = found && (top_k || pmin > L);
+                    keep = max(keep, pmin);
+                }
+            }
+            if (ok) {
+                keep = max(keep, 1u);
+                // The draw over the kept candidates, in index order: each thread a run of slots.
+                const u32 per = (n + nt - 1) / nt, a = min(tid * per, n), z = min(a + per, n);
+                u64 mine = 0;
+                for (u32 i = a; i < z; ++i)
+                    if (keys[i] >= keep) mine += weight_of(float_of_key(keys[i]), xmax, inv_t);
+                u64 kept;
+                const u64 excl = block_scan(mine, red, kept) - mine;
+                if (kept > 0) {
+                    u64 r = (u64)(u * (double)kept);
+                    if (r >= kept) r = kept - 1;
+                    if (r >= excl && r < excl + mine) {
+                        u64 run = excl;
+                        for (u32 i = a; i < z; ++i) {
+                            if (keys[i] < keep) continue;
+                            run += weight_of(float_of_key(keys[i]), xmax, inv_t);
+                            if (r < run) {
+                                stoken = s[SP_IDX + i];
+                                break;
+                            }
+                        }
+                    }
+                }
+            } else if (tid == 0) {
+                sfall = 1;
+            }
+        }
+        __syncthreads();
+        if (sfall) {
+            token = sample_scan<E>(x, V, temp, top_p, top_k0, g);  // advances the counter itself
+        } else {
+            token = stoken;
+            if (tid == 0) {
+                const u64 c1 = c0 + 1;
+                g[2] = (u32)c1;
+                g[3] = (u32)(c1 >> 32);
+            }
         }
     }
     if (tid == 0) {
@@ -961,6 +1495,20 @@ __device__ void sample(const typename E::T* logits, u32 V, const float* params, 
                                            u32* tokens, u32* pos, const u32* active, u32 advance,         \
                                            unsigned long long* amax) {                                    \
         sample<E>(logits, V, params, rng, tokens, pos, active, advance, amax);                            \
+    }                                                                                                     \
+    extern "C" __global__ void __launch_bounds__(SP_PART_THREADS) sample_max_##SUF(                      \
+        const E::T* logits, u32 V, u32 chunk, const u32* active, u32* scratch) {                          \
+        sample_max<E>(logits, V, chunk, active, scratch);                                                 \
+    }                                                                                                     \
+    extern "C" __global__ void __launch_bounds__(SP_PART_THREADS) sample_part_##SUF(                     \
+        const E::T* logits, u32 V, u32 chunk, const float* params, const u32* active,                     \
+        const unsigned long long* amax, u32* scratch) {                                                   \
+        sample_part<E>(logits, V, chunk, params, active, amax, scratch);                                  \
+    }                                                                                                     \
+    extern "C" __global__ void __launch_bounds__(SP_PICK_THREADS) sample_pick_##SUF(                     \
+        const E::T* logits, u32 V, u32 parts, u32 chunk, const float* params, u32* rng, u32* tokens,      \
+        u32* pos, const u32* active, u32 advance, unsigned long long* amax, u32* scratch) {               \
+        sample_pick<E>(logits, V, parts, chunk, params, rng, tokens, pos, active, advance, amax, scratch); \
     }
 
 #define INSTANTIATE_GEMV(E, SUF)                                                                            \

@@ -419,6 +419,115 @@ fn the_same_seed_draws_the_same_tokens_gpu() {
     }
 }
 
+/// Logits of `kind` for `rows` rows of `v`: 0 smooth random, 1 one flat value (every token
+/// tied), 2 ascending by index (the largest all in the last part), 3 coarse values (many
+/// ties at every threshold), 4 random with NaN and -inf among them, 5 a few tokens far
+/// ahead of a flat rest.
+fn logits_of(kind: u32, rows: usize, v: usize, seed: u64) -> Vec<f32> {
+    let r = values(rows * v, seed);
+    (0..rows * v)
+        .map(|i| match kind {
+            0 => r[i] * 6.0,
+            1 => 0.25,
+            2 => (i % v) as f32 / v as f32 * 20.0,
+            3 => (r[i] * 8.0).round(),
+            4 if i % 97 == 3 => f32::NAN,
+            4 if i % 89 == 5 => f32::NEG_INFINITY,
+            4 => r[i] * 4.0,
+            _ => {
+                if (i % v) % 9973 == 17 {
+                    12.0 + r[i]
+                } else {
+                    r[i] * 0.01
+                }
+            }
+        })
+        .collect()
+}
+
+/// The multi-block draw against the single-block kernel that scans whole rows: the same
+/// tokens, positions and generator counters, bit for bit, step after step, for every
+/// filter, vocabulary shape and kind of logits (including those that make the multi-block
+/// path fall back to a whole-row scan).
+fn multi_block_sampling(dev: &Device) {
+    let params = [
+        SamplingParams::GREEDY,
+        SamplingParams::new(0.8, 50, 0.95).unwrap(),
+        SamplingParams::new(1.0, 0, 1.0).unwrap(),
+        SamplingParams::new(1.0, 0, 0.9).unwrap(),
+        SamplingParams::new(0.7, 100, 1.0).unwrap(),
+        SamplingParams::new(1.3, 64, 0.5).unwrap(),
+        SamplingParams::new(0.6, 0, 0.3).unwrap(),
+        SamplingParams::new(2.0, 7, 1.0).unwrap(),
+    ];
+    let rows = params.len();
+    for (v, dtypes) in [
+        (1000, &DTYPES[..]),
+        (70_001, &DTYPES[..]),
+        (128_256, &DTYPES[..]),
+        (152_064, &[DType::BF16][..]),
+        (300_000, &[DType::F32][..]),
+    ] {
+        for &dtype in dtypes {
+            for kind in 0..6 {
+                let x = logits_of(kind, rows, v, v as u64 + kind as u64);
+                let logits = Tensor::from_vec(x, (rows, v), &Device::Cpu)
+                    .unwrap()
+                    .to_dtype(dtype)
+                    .unwrap()
+                    .to_device(dev)
+                    .unwrap();
+                let (a, b) = (Sampler::new(rows, dev).unwrap(), Sampler::new(rows, dev).unwrap());
+                for (r, p) in params.iter().enumerate() {
+                    a.set(r, p, 100 + r as u64).unwrap();
+                    b.set(r, p, 100 + r as u64).unwrap();
+                }
+                let (ta, tb) = (u32t(&vec![0; rows], dev), u32t(&vec![0; rows], dev));
+                let (pa, pb) = (u32t(&vec![3; rows], dev), u32t(&vec![3; rows], dev));
+                let mut act = vec![1u32; rows];
+                act[rows - 1] = (kind % 2) as u32; // an inactive row in odd kinds
+                let active = u32t(&act, dev);
+                for step in 0..6 {
+                    a.sample(&logits, &ta, &pa, Some(&active), 1).unwrap();
+                    b.sample_single_block(&logits, &tb, &pb, Some(&active), 1).unwrap();
+                    let (ga, gb) = (ta.to_vec1::<u32>().unwrap(), tb.to_vec1::<u32>().unwrap());
+                    if ga != gb {
+                        let host = f32s(&logits);
+                        let rows_off: Vec<String> = (0..rows)
+                            .filter(|&r| ga[r] != gb[r])
+                            .map(|r| {
+                                let at = |t: u32| host.get(r * v + t as usize).copied().unwrap_or(f32::NAN);
+                                format!(
+                                    "row {r} {:?}: multi {} ({}) single {} ({})",
+                                    params[r],
+                                    ga[r],
+                                    at(ga[r]),
+                                    gb[r],
+                                    at(gb[r])
+                                )
+                            })
+                            .collect();
+                        panic!(
+                            "V {v} {dtype:?} kind {kind} step {step}: multi-block against single-block\n{}",
+                            rows_off.join("\n")
+                        );
+                    }
+                    assert_eq!(pa.to_vec1::<u32>().unwrap(), pb.to_vec1::<u32>().unwrap());
+                }
+                assert_eq!(a.state().to_vec2::<u32>().unwrap(), b.state().to_vec2::<u32>().unwrap());
+            }
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn multi_block_sampling_draws_what_a_whole_row_scan_draws_gpu() {
+    if let Some(d) = gpu() {
+        multi_block_sampling(&d);
+    }
+}
+
 #[test]
 fn bad_sampling_parameters_are_typed_errors() {
     for (t, k, p) in

@@ -330,6 +330,25 @@ pub(crate) fn silu_mul(x: &Tensor) -> Result<Tensor> {
 
 /// One token per row of `logits` into `tokens`, advancing `pos` and the generators.
 #[allow(clippy::too_many_arguments)]
+/// Rows of logits a sampling part covers at most before parts grow longer (`SP_PARTS` parts
+/// of at least this many cover 262,144 logits).
+const SAMPLE_PART: usize = 2048;
+/// `SP_PARTS`, `SP_C` and `SP_WORDS` in kernels/decode.cu: most parts a row is cut into,
+/// candidates a part keeps, and u32 words of a row's sampling scratch.
+const SP_PARTS: usize = 128;
+const SP_C: usize = 64;
+pub(crate) const SP_WORDS: usize = 2 + 2 * SP_PARTS + 2 * SP_PARTS + 2 * SP_PARTS * SP_C;
+
+/// Parts a row of `vocab` logits is cut into, and logits a part (a multiple of 8).
+fn sample_parts(vocab: usize) -> (usize, usize) {
+    let parts = vocab.div_ceil(SAMPLE_PART).clamp(1, SP_PARTS);
+    (parts, vocab.div_ceil(parts).div_ceil(8) * 8)
+}
+
+/// Sampling across many blocks a row: the argmax when the LM head gave none, each part's
+/// candidates and weight sums, then one block a row draws (`sample_scan`'s draw, bit for
+/// bit). `scratch` is u32 `[rows, SP_WORDS]`, zeroed when allocated.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn sample(
     logits: &Tensor,
     params: &Tensor,
@@ -339,6 +358,56 @@ pub(crate) fn sample(
     active: Option<&Tensor>,
     advance: u32,
     amax: Option<&Tensor>,
+    scratch: &Tensor,
+) -> Result<()> {
+    let dev = cuda(logits)?;
+    let (rows, vocab) = logits.dims2()?;
+    let (parts, chunk) = sample_parts(vocab);
+    let grid = LaunchConfig { grid_dim: (parts as u32, rows as u32, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
+    if amax.is_none() {
+        let args =
+            [addr(Some(logits))?, Arg::U32(vocab as u32), Arg::U32(chunk as u32), addr(active)?, addr(Some(scratch))?];
+        go(&dev, "sample_max", logits.dtype(), grid, &args)?;
+    }
+    let args = [
+        addr(Some(logits))?,
+        Arg::U32(vocab as u32),
+        Arg::U32(chunk as u32),
+        addr(Some(params))?,
+        addr(active)?,
+        addr(amax)?,
+        addr(Some(scratch))?,
+    ];
+    go(&dev, "sample_part", logits.dtype(), grid, &args)?;
+    let cfg = LaunchConfig { grid_dim: (rows as u32, 1, 1), block_dim: (1024, 1, 1), shared_mem_bytes: 0 };
+    let args = [
+        addr(Some(logits))?,
+        Arg::U32(vocab as u32),
+        Arg::U32(parts as u32),
+        Arg::U32(chunk as u32),
+        addr(Some(params))?,
+        addr(Some(rng))?,
+        addr(Some(tokens))?,
+        addr(Some(pos))?,
+        addr(active)?,
+        Arg::U32(advance),
+        addr(amax)?,
+        addr(Some(scratch))?,
+    ];
+    go(&dev, "sample_pick", logits.dtype(), cfg, &args)
+}
+
+/// The single-block sampler (`sample` in the kernels: one block scans its whole row), the
+/// reference the multi-block path is tested against.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn sample_single_block(
+    logits: &Tensor,
+    params: &Tensor,
+    rng: &Tensor,
+    tokens: &Tensor,
+    pos: &Tensor,
+    active: Option<&Tensor>,
+    advance: u32,
 ) -> Result<()> {
     let dev = cuda(logits)?;
     let (rows, vocab) = logits.dims2()?;
@@ -352,7 +421,7 @@ pub(crate) fn sample(
         addr(Some(pos))?,
         addr(active)?,
         Arg::U32(advance),
-        addr(amax)?,
+        addr(None)?,
     ];
     go(&dev, "sample", logits.dtype(), cfg, &args)
 }

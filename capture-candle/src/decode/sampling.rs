@@ -54,12 +54,21 @@ impl SamplingParams {
 /// therefore draws anew at every replay, and the same seed gives the same tokens by replay
 /// as eagerly. Draws use fixed-point probabilities (exact sums, the same draw on every
 /// run); a token less likely than 2^-24 times the most likely one is never drawn.
+///
+/// On CUDA a row is drawn by many blocks: each part of the vocabulary keeps its 64 largest
+/// logits (and its exact weight sum when no top-k applies), then one block a row merges them
+/// and draws. The draw is the one a single block scanning the whole row makes, bit for bit;
+/// when ties or a wide top-p set reach past the candidates, that block does scan the whole
+/// row. This needs about 66 KiB of device scratch a row, allocated with the sampler.
 #[derive(Clone, Debug, crate::Resources)]
 pub struct Sampler {
     /// `[batch, 3]` f32: temperature, top_p, top_k.
     params: Tensor,
     /// `[batch, 4]` u32: seed (low, high), counter (low, high).
     rng: Tensor,
+    /// u32 `[batch, SP_WORDS]` on CUDA (`[batch, 2]` elsewhere): the multi-block draw's
+    /// candidates, sums and argmax slot.
+    scratch: Tensor,
 }
 
 impl Sampler {
@@ -78,7 +87,9 @@ impl Sampler {
             device,
         )?;
         let rng = Tensor::zeros((batch, 4), DType::U32, device)?;
-        Ok(Self { params, rng })
+        let words = if device.is_cuda() { super::gpu::SP_WORDS } else { 2 };
+        let scratch = Tensor::zeros((batch, words), DType::U32, device)?;
+        Ok(Self { params, rng, scratch })
     }
 
     /// The generator state, u32 `[batch, 4]`: seed (low, high), counter (low, high).
@@ -131,7 +142,11 @@ impl Sampler {
                 format!("within 0..{}", self.batch()),
             ));
         }
-        Ok(Self { params: self.params.narrow(0, start, len)?, rng: self.rng.narrow(0, start, len)? })
+        Ok(Self {
+            params: self.params.narrow(0, start, len)?,
+            rng: self.rng.narrow(0, start, len)?,
+            scratch: self.scratch.narrow(0, start, len)?,
+        })
     }
 
     /// Draws one token per row of `logits` (`[batch, vocab]`) into `tokens` (u32 `[batch]`,
@@ -163,6 +178,43 @@ impl Sampler {
         advance: u32,
         amax: Option<&Tensor>,
     ) -> Result<()> {
+        self.check(logits, tokens, pos, active)?;
+        match ops::on("Sampler::sample", logits)? {
+            ops::On::Cuda => {
+                super::gpu::sample(logits, &self.params, &self.rng, tokens, pos, active, advance, amax, &self.scratch)?
+            }
+            ops::On::Cpu => super::cpu::sample(logits, &self.params, &self.rng, tokens, pos, active, advance)?,
+        }
+        Ok(())
+    }
+
+    /// [`sample`](Self::sample) by the single-block kernel (one block scans its whole row),
+    /// the reference the multi-block draw is tested against; the CPU reference on the CPU.
+    /// Not for production use: it is slower and otherwise the same.
+    ///
+    /// # Errors
+    /// As [`sample`](Self::sample).
+    #[doc(hidden)]
+    pub fn sample_single_block(
+        &self,
+        logits: &Tensor,
+        tokens: &Tensor,
+        pos: &Tensor,
+        active: Option<&Tensor>,
+        advance: u32,
+    ) -> Result<()> {
+        self.check(logits, tokens, pos, active)?;
+        match ops::on("Sampler::sample", logits)? {
+            ops::On::Cuda => {
+                super::gpu::sample_single_block(logits, &self.params, &self.rng, tokens, pos, active, advance)?
+            }
+            ops::On::Cpu => super::cpu::sample(logits, &self.params, &self.rng, tokens, pos, active, advance)?,
+        }
+        Ok(())
+    }
+
+    /// The shapes, dtypes and device of a draw's operands.
+    fn check(&self, logits: &Tensor, tokens: &Tensor, pos: &Tensor, active: Option<&Tensor>) -> Result<()> {
         const OP: &str = "Sampler::sample";
         ops::float(OP, "logits", logits)?;
         ops::contiguous(OP, "logits", logits)?;
@@ -183,10 +235,6 @@ impl Sampler {
         }
         if let Some(a) = active {
             ops::rows_u32(OP, "active", a, b, logits)?;
-        }
-        match ops::on(OP, logits)? {
-            ops::On::Cuda => super::gpu::sample(logits, &self.params, &self.rng, tokens, pos, active, advance, amax)?,
-            ops::On::Cpu => super::cpu::sample(logits, &self.params, &self.rng, tokens, pos, active, advance)?,
         }
         Ok(())
     }
