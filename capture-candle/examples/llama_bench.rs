@@ -2,23 +2,234 @@
 //! weights) decoded eagerly, by replaying the unfused step, and by replaying the fused step,
 //! alternated round by round in one process, at batch 1 and 8 and positions 64 and 2,000;
 //! then a breakdown of the fused step into sub-graphs of one class of operations each.
+//! Issue #32 adds sampled decoding, batch 32, long positions, and the `Generator` protocol.
 //!
 //! ```text
 //! llama_bench [--config NAME] [--rounds R] [--tokens N] [--max-seq S] [--batches 1,8] [--positions 64,2000]
+//!             [--sampling greedy,topk,plain] [--paths eager,unfused,fused|none] [--no-breakdown]
+//!             [--generator] [--prompt-len 32] [--new-tokens 128]
 //! ```
 //! Each token counts the step and the read-back of the next token to the host (the inputs
 //! are already on the device: the step writes them). Prints a markdown table and, per
 //! measurement, a `json` line. Needs a CUDA GPU.
+//!
+//! `--sampling`: the ways the next token is drawn, each timed on the same captured graph (the
+//! sampler's parameters live in device memory and are set, with a fixed seed per row, before
+//! each timed run): `greedy` (the default), `topk` (temperature 0.8, top-k 50, top-p 0.95) and
+//! `plain` (temperature 1, every token). The modes alternate round by round like the paths;
+//! with more than greedy, the table gains a `sampling` column and each row's time over
+//! greedy's on the same path.
+//!
+//! `--paths`: which steps to time (`none` skips the step benchmark). `--no-breakdown` skips
+//! the per-part sub-graphs.
+//!
+//! `--generator`: after the step benchmark, the `Generator` protocol: for each batch of
+//! `--batches` (buckets captured once), requests of a `--prompt-len`-token prompt that
+//! generate exactly `--new-tokens` tokens (no stop tokens), in each sampling mode, `--rounds`
+//! rounds alternated. A request's time is the whole `generate` call: the sampler and row
+//! uploads, the eager prefill of each row (which draws the first new token), every replayed
+//! step, and the host's reads of the tokens and overflow flags after each. The decode time per
+//! step counts the steps where no row stopped yet: one replay and those two reads each.
 
 use std::sync::Arc;
 use std::time::Instant;
 
 use candle_core::{DType, Device};
 use capture_candle::decode::SamplingParams;
+use capture_candle::generate::{Generator, Progress, Request};
 use capture_candle::model::{Config, DecodeState, Model, Part};
 use capture_candle::{CandleGraph, CandleStream, Result};
 
 const HBM: f64 = 3.35e12;
+
+/// How the next token is drawn.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Mode {
+    Greedy,
+    /// Temperature 0.8, top-k 50, top-p 0.95.
+    TopK,
+    /// Temperature 1 over the whole vocabulary.
+    Plain,
+}
+
+impl Mode {
+    fn parse(s: &str) -> Option<Self> {
+        match s {
+            "greedy" => Some(Self::Greedy),
+            "topk" => Some(Self::TopK),
+            "plain" => Some(Self::Plain),
+            _ => None,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Self::Greedy => "greedy",
+            Self::TopK => "topk",
+            Self::Plain => "plain",
+        }
+    }
+
+    fn params(self) -> Result<SamplingParams> {
+        match self {
+            Self::Greedy => Ok(SamplingParams::GREEDY),
+            Self::TopK => SamplingParams::new(0.8, 50, 0.95),
+            Self::Plain => SamplingParams::new(1.0, 0, 1.0),
+        }
+    }
+}
+
+/// A decode step the step benchmark times.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Path {
+    Eager,
+    Unfused,
+    Fused,
+}
+
+impl Path {
+    const ALL: [Path; 3] = [Path::Eager, Path::Unfused, Path::Fused];
+
+    fn parse(s: &str) -> Option<Self> {
+        match s {
+            "eager" => Some(Self::Eager),
+            "unfused" => Some(Self::Unfused),
+            "fused" => Some(Self::Fused),
+            _ => None,
+        }
+    }
+
+    /// The name in the table and the `json` lines (as before issue #32).
+    fn name(self) -> &'static str {
+        match self {
+            Self::Eager => "eager (capture-ready layers)",
+            Self::Unfused => "replay, unfused",
+            Self::Fused => "replay, fused",
+        }
+    }
+}
+
+struct Args {
+    config: String,
+    rounds: usize,
+    tokens: usize,
+    max_seq: usize,
+    batches: Vec<usize>,
+    positions: Vec<u32>,
+    sampling: Vec<Mode>,
+    paths: Vec<Path>,
+    breakdown: bool,
+    generator: bool,
+    prompt_len: usize,
+    new_tokens: usize,
+}
+
+const USAGE: &str = "usage: llama_bench [--config NAME] [--rounds R] [--tokens N] [--max-seq S] [--batches 1,8] \
+[--positions 64,2000] [--sampling greedy,topk,plain] [--paths eager,unfused,fused|none] [--no-breakdown] \
+[--generator] [--prompt-len 32] [--new-tokens 128]";
+
+fn parse_args() -> std::result::Result<Args, String> {
+    let mut a = Args {
+        config: "llama-3.2-1b".to_string(),
+        rounds: 10,
+        tokens: 32,
+        max_seq: 2112,
+        batches: vec![1, 8],
+        positions: vec![64, 2000],
+        sampling: vec![Mode::Greedy],
+        paths: Path::ALL.to_vec(),
+        breakdown: true,
+        generator: false,
+        prompt_len: 32,
+        new_tokens: 128,
+    };
+    fn num<T: std::str::FromStr>(k: &str, v: &str) -> std::result::Result<T, String> {
+        v.parse().map_err(|_| format!("{k}: `{v}` is not a number"))
+    }
+    fn list<T>(
+        k: &str,
+        v: &str,
+        accepted: &str,
+        item: impl Fn(&str) -> Option<T>,
+    ) -> std::result::Result<Vec<T>, String> {
+        let out: Vec<T> = v
+            .split(',')
+            .map(|x| item(x.trim()).ok_or_else(|| format!("{k}: `{x}` is not {accepted}")))
+            .collect::<std::result::Result<_, _>>()?;
+        if out.is_empty() {
+            return Err(format!("{k}: an empty list"));
+        }
+        Ok(out)
+    }
+    let mut it = std::env::args().skip(1);
+    while let Some(k) = it.next() {
+        match k.as_str() {
+            "--no-breakdown" => a.breakdown = false,
+            "--generator" => a.generator = true,
+            "-h" | "--help" => return Err(USAGE.to_string()),
+            _ => {
+                let v = it.next().ok_or_else(|| format!("{k} needs a value\n{USAGE}"))?;
+                match k.as_str() {
+                    "--config" => a.config = v,
+                    "--rounds" => a.rounds = num(&k, &v)?,
+                    "--tokens" => a.tokens = num(&k, &v)?,
+                    "--max-seq" => a.max_seq = num(&k, &v)?,
+                    "--batches" => {
+                        a.batches =
+                            list(&k, &v, "a batch of at least 1", |x| x.parse().ok().filter(|&b: &usize| b > 0))?
+                    }
+                    "--positions" => a.positions = list(&k, &v, "a position", |x| x.parse().ok())?,
+                    "--sampling" => a.sampling = list(&k, &v, "greedy, topk or plain", Mode::parse)?,
+                    "--paths" if v == "none" => a.paths.clear(),
+                    "--paths" => a.paths = list(&k, &v, "eager, unfused or fused (or `none` alone)", Path::parse)?,
+                    "--prompt-len" => a.prompt_len = num(&k, &v)?,
+                    "--new-tokens" => a.new_tokens = num(&k, &v)?,
+                    _ => return Err(format!("unknown argument {k}\n{USAGE}")),
+                }
+            }
+        }
+    }
+    // Each named once, in the order first given.
+    fn once<T: PartialEq + Copy>(v: &mut Vec<T>) {
+        let mut seen = Vec::new();
+        v.retain(|x| {
+            !seen.contains(x) && {
+                seen.push(*x);
+                true
+            }
+        });
+    }
+    once(&mut a.sampling);
+    once(&mut a.paths);
+    if a.rounds == 0 || a.tokens == 0 {
+        return Err("--rounds and --tokens must be at least 1".into());
+    }
+    if !a.paths.is_empty() {
+        if let Some(&p) = a.positions.iter().find(|&&p| p as usize + a.tokens > a.max_seq) {
+            return Err(format!(
+                "position {p} + {} tokens = {} does not fit --max-seq {}: the cache holds positions 0..{}; \
+                 raise --max-seq to at least {}",
+                a.tokens,
+                p as usize + a.tokens,
+                a.max_seq,
+                a.max_seq,
+                p as usize + a.tokens
+            ));
+        }
+    }
+    if a.generator {
+        if a.prompt_len == 0 || a.new_tokens == 0 {
+            return Err("--prompt-len and --new-tokens must be at least 1".into());
+        }
+        if a.prompt_len + a.new_tokens > a.max_seq {
+            return Err(format!(
+                "--prompt-len {} + --new-tokens {} does not fit --max-seq {}",
+                a.prompt_len, a.new_tokens, a.max_seq
+            ));
+        }
+    }
+    Ok(a)
+}
 
 fn median(v: &mut [f64]) -> (f64, f64, f64) {
     v.sort_by(|a, b| a.total_cmp(b));
@@ -33,28 +244,32 @@ fn set_rows(state: &DecodeState, pos: u32) -> Result<()> {
     Ok(())
 }
 
+/// Row `row`'s generator seed: fixed, and distinct per row.
+fn seed(row: usize) -> u64 {
+    0x5eed_0000 + row as u64
+}
+
+/// Every row draws by `mode`, its generator reset to its seed (an eager upload).
+fn set_sampling(state: &DecodeState, mode: Mode) -> Result<()> {
+    let p = mode.params()?;
+    for r in 0..state.batch() {
+        state.sampler().set(r, &p, seed(r))?;
+    }
+    Ok(())
+}
+
 type Owned = (Arc<Model>, DecodeState);
+/// A replayed path's graph and its capture + instantiate time (ms); `None` for eager.
+type Replay = Option<(CandleGraph<Owned>, f64)>;
 
 fn main() -> Result<()> {
-    let (mut config, mut rounds, mut tokens, mut max_seq) = ("llama-3.2-1b".to_string(), 10usize, 32usize, 2112usize);
-    let (mut batches, mut positions) = (vec![1usize, 8], vec![64u32, 2000]);
-    let mut it = std::env::args().skip(1);
-    while let Some(k) = it.next() {
-        let v = it.next().unwrap_or_default();
-        let list = |v: &str| v.split(',').filter_map(|x| x.parse().ok()).collect::<Vec<usize>>();
-        match k.as_str() {
-            "--config" => config = v,
-            "--rounds" => rounds = v.parse().unwrap_or(rounds),
-            "--tokens" => tokens = v.parse().unwrap_or(tokens),
-            "--max-seq" => max_seq = v.parse().unwrap_or(max_seq),
-            "--batches" => batches = list(&v),
-            "--positions" => positions = list(&v).into_iter().map(|p| p as u32).collect(),
-            _ => {
-                eprintln!("unknown argument {k}");
-                std::process::exit(2)
-            }
+    let a = match parse_args() {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("llama_bench: {e}");
+            std::process::exit(2)
         }
-    }
+    };
     let device = match Device::new_cuda_with_stream(0) {
         Ok(d) => d,
         Err(e) => {
@@ -62,106 +277,266 @@ fn main() -> Result<()> {
             return Ok(());
         }
     };
-    let cfg = Config::named(&config)?;
-    let model = Arc::new(Model::random(&cfg, DType::BF16, max_seq, &device, 1)?);
-    let weights = model.weight_bytes() as f64;
+    let cfg = Config::named(&a.config)?;
+    let model = Arc::new(Model::random(&cfg, DType::BF16, a.max_seq, &device, 1)?);
     let mut cs = CandleStream::new(&device)?;
     println!(
-        "# {config}: {:.3} GB of bf16 weights, max_seq {max_seq}, {rounds} rounds of {tokens} tokens",
-        weights / 1e9
+        "# {}: {:.3} GB of bf16 weights, max_seq {}, {} rounds of {} tokens",
+        a.config,
+        model.weight_bytes() as f64 / 1e9,
+        a.max_seq,
+        a.rounds,
+        a.tokens
     );
-    println!("\n| batch | position | path | ms/token (median) | min | max | tokens/s | HBM share | kernels/step | capture+instantiate ms |");
-    println!("|---|---|---|---|---|---|---|---|---|---|");
-    for &batch in &batches {
+    if !a.paths.is_empty() {
+        step_bench(&a, &cfg, &model, &mut cs)?;
+    }
+    if a.generator {
+        generator_bench(&a, &model, &mut cs)?;
+    }
+    Ok(())
+}
+
+/// The decode step alone, per path and sampling mode, at each batch and position.
+fn step_bench(a: &Args, cfg: &Config, model: &Arc<Model>, cs: &mut CandleStream) -> Result<()> {
+    let weights = model.weight_bytes() as f64;
+    let modes = &a.sampling;
+    // The default (greedy only) prints the table as before issue #32.
+    let sampled = modes.iter().any(|&m| m != Mode::Greedy);
+    let greedy = modes.iter().position(|&m| m == Mode::Greedy);
+    if sampled {
+        println!("\n| batch | position | path | ms/token (median) | min | max | tokens/s | HBM share | kernels/step | capture+instantiate ms | sampling | ÷ greedy |");
+        println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
+    } else {
+        println!("\n| batch | position | path | ms/token (median) | min | max | tokens/s | HBM share | kernels/step | capture+instantiate ms |");
+        println!("|---|---|---|---|---|---|---|---|---|---|");
+    }
+    for &batch in &a.batches {
         let state = model.new_state(batch)?;
-        for r in 0..batch {
-            state.sampler().set(r, &SamplingParams::GREEDY, 0)?;
-        }
+        set_sampling(&state, Mode::Greedy)?;
         set_rows(&state, 64)?;
         let owned: Owned = (model.clone(), state.clone());
-        let mut graphs: Vec<(&str, CandleGraph<Owned>, f64)> = Vec::new();
-        for (name, fused) in [("replay, unfused", false), ("replay, fused", true)] {
+        // Each path, with its graph and capture time for the replayed ones. Every sampling
+        // mode replays the same graph: the sampler reads its parameters from device memory.
+        let mut runs: Vec<(Path, Replay)> = Vec::new();
+        for &path in &a.paths {
+            if path == Path::Eager {
+                runs.push((path, None));
+                continue;
+            }
+            let fused = path == Path::Fused;
             let step = move |(m, s): &Owned| if fused { m.step(s) } else { m.step_unfused(s) };
             cs.warm_up(|| step(&owned).map_err(candle_core::Error::wrap))?;
             let t = Instant::now();
             let (g, _report) = cs.capture_owned(owned.clone(), step)?;
-            graphs.push((name, g, t.elapsed().as_secs_f64() * 1e3));
+            runs.push((path, Some((g, t.elapsed().as_secs_f64() * 1e3))));
         }
-        for &pos in &positions {
+        for &pos in &a.positions {
             let kv_bytes = 2.0
                 * cfg.num_hidden_layers as f64
                 * (batch * cfg.num_key_value_heads * cfg.head_dim) as f64
                 * 2.0
-                * (pos as f64 + tokens as f64 / 2.0);
+                * (pos as f64 + a.tokens as f64 / 2.0);
             let bytes = weights + kv_bytes;
-            let mut times: Vec<Vec<f64>> = vec![Vec::new(); 1 + graphs.len()];
-            for round in 0..=rounds {
-                for (i, ti) in times.iter_mut().enumerate() {
-                    set_rows(&state, pos)?;
-                    cs.stream().synchronize()?;
-                    let t = Instant::now();
-                    for _ in 0..tokens {
-                        if i == 0 {
-                            model.step(&state)?;
-                        } else {
-                            graphs[i - 1].1.launch(cs.stream())?;
+            // times[mode][path]
+            let mut times: Vec<Vec<Vec<f64>>> = vec![vec![Vec::new(); runs.len()]; modes.len()];
+            for round in 0..=a.rounds {
+                for (mi, &mode) in modes.iter().enumerate() {
+                    for (ri, (_, graph)) in runs.iter().enumerate() {
+                        set_sampling(&state, mode)?;
+                        set_rows(&state, pos)?;
+                        cs.stream().synchronize()?;
+                        let t = Instant::now();
+                        for _ in 0..a.tokens {
+                            match graph {
+                                None => model.step(&state)?,
+                                Some((g, _)) => g.launch(cs.stream())?,
+                            }
+                            let _next = state.read_tokens()?;
                         }
-                        let _next = state.read_tokens()?;
-                    }
-                    if round > 0 {
-                        ti.push(t.elapsed().as_secs_f64() * 1e3 / tokens as f64);
+                        if round > 0 {
+                            times[mi][ri].push(t.elapsed().as_secs_f64() * 1e3 / a.tokens as f64);
+                        }
                     }
                 }
             }
-            for (i, ti) in times.iter_mut().enumerate() {
-                let (med, lo, hi) = median(ti);
-                let (name, kernels, cap) = match i {
-                    0 => ("eager (capture-ready layers)", String::from("-"), String::from("-")),
-                    _ => (
-                        graphs[i - 1].0,
-                        graphs[i - 1].1.nodes().kernels.to_string(),
-                        format!("{:.2}", graphs[i - 1].2),
-                    ),
-                };
-                let share = bytes / (med * 1e-3) / HBM;
-                println!(
-                    "| {batch} | {pos} | {name} | {med:.3} | {lo:.3} | {hi:.3} | {:.0} | {:.0}% | {kernels} | {cap} |",
-                    batch as f64 * 1e3 / med,
-                    share * 100.0
-                );
-                println!(
-                    "json {{\"side\":\"capture-candle\",\"batch\":{batch},\"pos\":{pos},\"path\":\"{name}\",\"ms\":{med:.4},\"min\":{lo:.4},\"max\":{hi:.4},\"kernels\":\"{kernels}\",\"capture_ms\":\"{cap}\",\"bytes\":{bytes:.0}}}"
-                );
-            }
-            // Breakdown of the fused step: each class of operations as a sub-graph.
-            let mut parts = Vec::new();
-            for part in Part::ALL {
-                let o = owned.clone();
-                set_rows(&state, pos)?;
-                cs.warm_up(|| o.0.run_part(&o.1, part).map_err(candle_core::Error::wrap))?;
-                let (g, _) = cs.capture_owned(o, move |(m, s): &Owned| m.run_part(s, part))?;
-                let mut t = Vec::new();
-                for _ in 0..5 {
-                    set_rows(&state, pos)?;
-                    cs.stream().synchronize()?;
-                    let t0 = Instant::now();
-                    for _ in 0..20 {
-                        g.launch(cs.stream())?;
+            let meds: Vec<Vec<(f64, f64, f64)>> =
+                times.iter_mut().map(|per_path| per_path.iter_mut().map(|t| median(t)).collect()).collect();
+            for (mi, &mode) in modes.iter().enumerate() {
+                for (ri, (path, graph)) in runs.iter().enumerate() {
+                    let (med, lo, hi) = meds[mi][ri];
+                    let name = path.name();
+                    let (kernels, cap) = match graph {
+                        None => (String::from("-"), String::from("-")),
+                        Some((g, ms)) => (g.nodes().kernels.to_string(), format!("{ms:.2}")),
+                    };
+                    let share = bytes / (med * 1e-3) / HBM;
+                    let row = format!(
+                        "| {batch} | {pos} | {name} | {med:.3} | {lo:.3} | {hi:.3} | {:.0} | {:.0}% | {kernels} | {cap} |",
+                        batch as f64 * 1e3 / med,
+                        share * 100.0
+                    );
+                    let ratio = greedy.map(|g| med / meds[g][ri].0);
+                    if sampled {
+                        let r = ratio.map_or(String::from("-"), |r| format!("{r:.3}"));
+                        println!("{row} {} | {r} |", mode.name());
+                    } else {
+                        println!("{row}");
                     }
-                    cs.stream().synchronize()?;
-                    t.push(t0.elapsed().as_secs_f64() * 1e3 / 20.0);
+                    let vs = match ratio {
+                        Some(r) if mode != Mode::Greedy => format!(",\"vs_greedy\":{r:.4}"),
+                        _ => String::new(),
+                    };
+                    println!(
+                        "json {{\"side\":\"capture-candle\",\"batch\":{batch},\"pos\":{pos},\"path\":\"{name}\",\"sampling\":\"{}\",\"ms\":{med:.4},\"min\":{lo:.4},\"max\":{hi:.4},\"kernels\":\"{kernels}\",\"capture_ms\":\"{cap}\",\"bytes\":{bytes:.0}{vs}}}",
+                        mode.name()
+                    );
                 }
-                parts.push((part, median(&mut t).0, g.nodes().kernels));
             }
-            let total: f64 = parts.iter().map(|p| p.1).sum();
-            println!("\nbreakdown, batch {batch}, position {pos} (sub-graphs replayed alone; sum {total:.3} ms):\n");
-            println!("| part | ms | share | kernels |");
-            println!("|---|---|---|---|");
-            for (p, ms, k) in &parts {
-                println!("| {p:?} | {ms:.3} | {:.0}% | {k} |", 100.0 * ms / total);
-                println!("json {{\"side\":\"breakdown\",\"batch\":{batch},\"pos\":{pos},\"part\":\"{p:?}\",\"ms\":{ms:.4},\"kernels\":{k}}}");
+            if a.breakdown {
+                set_sampling(&state, Mode::Greedy)?;
+                breakdown(cs, &owned, batch, pos)?;
             }
-            println!();
+        }
+    }
+    Ok(())
+}
+
+/// Breakdown of the fused step (greedy): each class of operations as a sub-graph.
+fn breakdown(cs: &mut CandleStream, owned: &Owned, batch: usize, pos: u32) -> Result<()> {
+    let state = &owned.1;
+    let mut parts = Vec::new();
+    for part in Part::ALL {
+        let o = owned.clone();
+        set_rows(state, pos)?;
+        cs.warm_up(|| o.0.run_part(&o.1, part).map_err(candle_core::Error::wrap))?;
+        let (g, _) = cs.capture_owned(o, move |(m, s): &Owned| m.run_part(s, part))?;
+        let mut t = Vec::new();
+        for _ in 0..5 {
+            set_rows(state, pos)?;
+            cs.stream().synchronize()?;
+            let t0 = Instant::now();
+            for _ in 0..20 {
+                g.launch(cs.stream())?;
+            }
+            cs.stream().synchronize()?;
+            t.push(t0.elapsed().as_secs_f64() * 1e3 / 20.0);
+        }
+        parts.push((part, median(&mut t).0, g.nodes().kernels));
+    }
+    let total: f64 = parts.iter().map(|p| p.1).sum();
+    println!("\nbreakdown, batch {batch}, position {pos} (sub-graphs replayed alone; sum {total:.3} ms):\n");
+    println!("| part | ms | share | kernels |");
+    println!("|---|---|---|---|");
+    for (p, ms, k) in &parts {
+        println!("| {p:?} | {ms:.3} | {:.0}% | {k} |", 100.0 * ms / total);
+        println!("json {{\"side\":\"breakdown\",\"batch\":{batch},\"pos\":{pos},\"part\":\"{p:?}\",\"ms\":{ms:.4},\"kernels\":{k}}}");
+    }
+    println!();
+    Ok(())
+}
+
+/// One `generate` call's times, ms: the whole call, the decode steps where every row was still
+/// going (per step), and the rest of the call (uploads, prefill, the last step's stops).
+struct Sample {
+    request: f64,
+    step: f64,
+    prefill: f64,
+}
+
+/// The `Generator` protocol: prompt `prompt_len`, exactly `new_tokens` new tokens, per batch
+/// and sampling mode.
+fn generator_bench(a: &Args, model: &Arc<Model>, cs: &mut CandleStream) -> Result<()> {
+    let mut buckets = a.batches.clone();
+    buckets.sort_unstable();
+    buckets.dedup();
+    let t = Instant::now();
+    let mut gen = Generator::new(cs, model.clone(), &buckets)?.with_stop_tokens(Vec::new());
+    let capture_ms = t.elapsed().as_secs_f64() * 1e3;
+    let vocab = model.config().vocab_size;
+    let modes = &a.sampling;
+    let greedy = modes.iter().position(|&m| m == Mode::Greedy);
+    println!(
+        "\n## Generator: prompt {} tokens, {} new tokens (the prefill draws the first), no stop tokens, {} rounds; \
+         buckets {buckets:?} captured in {capture_ms:.0} ms\n",
+        a.prompt_len, a.new_tokens, a.rounds
+    );
+    println!("| batch | sampling | request ms (median) | min | max | ms / new token | decode ms/step (median) | min | max | decode tokens/s | prefill + rest ms | request ÷ greedy | step ÷ greedy |");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+    for &batch in &buckets {
+        let requests: Vec<Vec<Request>> = modes
+            .iter()
+            .map(|&m| {
+                let sampling = m.params()?;
+                Ok((0..batch)
+                    .map(|row| Request {
+                        prompt: (0..a.prompt_len).map(|i| ((row * 131 + i * 17 + 7) % vocab) as u32).collect(),
+                        sampling,
+                        seed: seed(row),
+                        max_new_tokens: a.new_tokens,
+                    })
+                    .collect())
+            })
+            .collect::<Result<_>>()?;
+        let mut samples: Vec<Vec<Sample>> = modes.iter().map(|_| Vec::new()).collect();
+        for round in 0..=a.rounds {
+            for (mi, reqs) in requests.iter().enumerate() {
+                cs.stream().synchronize()?;
+                let (mut steady, mut last): (Option<Progress>, Option<Progress>) = (None, None);
+                let t0 = Instant::now();
+                let out = gen.generate_stream(cs, reqs, |n| {
+                    let p = n.progress;
+                    if p.steps > 0 {
+                        last = Some(p);
+                        if p.active == batch {
+                            steady = Some(p);
+                        }
+                    }
+                })?;
+                let request = t0.elapsed().as_secs_f64() * 1e3;
+                if let Some(g) = out.iter().find(|g| g.tokens.len() != a.new_tokens) {
+                    return Err(capture_candle::Error::InvalidArgument {
+                        what: "generated tokens",
+                        value: format!("{} ({:?})", g.tokens.len(), g.stop),
+                        expected: format!("exactly --new-tokens {}", a.new_tokens),
+                    });
+                }
+                if round > 0 {
+                    let ms = |p: Option<Progress>| p.map_or(0.0, |p| p.elapsed.as_secs_f64() * 1e3);
+                    let step = steady.map_or(f64::NAN, |p| ms(Some(p)) / p.steps as f64);
+                    samples[mi].push(Sample { request, step, prefill: request - ms(last) });
+                }
+            }
+        }
+        let stats: Vec<[(f64, f64, f64); 3]> = samples
+            .iter()
+            .map(|s| {
+                let col = |f: fn(&Sample) -> f64| median(&mut s.iter().map(f).collect::<Vec<_>>());
+                [col(|s| s.request), col(|s| s.step), col(|s| s.prefill)]
+            })
+            .collect();
+        for (mi, &mode) in modes.iter().enumerate() {
+            let [(req, req_lo, req_hi), (step, step_lo, step_hi), (pre, _, _)] = stats[mi];
+            let per_token = req / a.new_tokens as f64;
+            let (r_req, r_step) = greedy.map_or((f64::NAN, f64::NAN), |g| (req / stats[g][0].0, step / stats[g][1].0));
+            let fmt = |r: f64| if r.is_nan() { String::from("-") } else { format!("{r:.3}") };
+            println!(
+                "| {batch} | {} | {req:.2} | {req_lo:.2} | {req_hi:.2} | {per_token:.3} | {step:.3} | {step_lo:.3} | {step_hi:.3} | {:.0} | {pre:.2} | {} | {} |",
+                mode.name(),
+                batch as f64 * 1e3 / step,
+                fmt(r_req),
+                fmt(r_step)
+            );
+            let num = |v: f64| if v.is_nan() { String::from("null") } else { format!("{v:.4}") };
+            println!(
+                "json {{\"side\":\"capture-candle\",\"bench\":\"generator\",\"batch\":{batch},\"sampling\":\"{}\",\"prompt\":{},\"new_tokens\":{},\"request_ms\":{req:.4},\"request_min\":{req_lo:.4},\"request_max\":{req_hi:.4},\"ms_per_new_token\":{per_token:.4},\"step_ms\":{},\"step_min\":{},\"step_max\":{},\"prefill_ms\":{pre:.4},\"capture_ms\":{capture_ms:.2}}}",
+                mode.name(),
+                a.prompt_len,
+                a.new_tokens,
+                num(step),
+                num(step_lo),
+                num(step_hi)
+            );
         }
     }
     Ok(())
