@@ -1394,15 +1394,115 @@ __device__ void sample_pick(const typename E::T* logits, u32 V, u32 parts, u32 c
             const u32 L = sbin;
             const u64 count = red[32];
             __syncthreads();
-            bool ok = true, found = true;
+            bool ok = true, found = true, done = false;
             u32 kmin = 0;
-            if (top_k) {
+            if (top_k && count >= top_k && top_k <= nt) {
+                // Top-k among few: the k-th largest of the parts' maxima bounds the row's k-th
+                // largest key from below (k distinct logits reach it), so only candidates at or
+                // above it matter. When at most a block's worth do, they are compacted (in index
+                // order) and the thresholds found by counting, with no histogram.
+                __shared__ u32 pm[SP_PARTS];
+                const u32 warp = tid / 32, lane = tid % 32;
+                for (u32 q = warp; q < parts; q += nt / 32) {
+                    u32 m = max(keys[q * SP_C + lane], keys[q * SP_C + 32 + lane]);
+                    for (int o = 16; o > 0; o >>= 1) m = max(m, __shfl_xor_sync(0xffffffffu, m, o));
+                    if (lane == 0) pm[q] = m;
+                }
+                if (tid == 0) sbin = 1;
+                __syncthreads();
+                if (top_k <= parts && tid < parts) {
+                    u32 gt = 0, ge = 0;
+                    for (u32 q = 0; q < parts; ++q) {
+                        gt += pm[q] > pm[tid];
+                        ge += pm[q] >= pm[tid];
+                    }
+                    if (gt < top_k && top_k <= ge && pm[tid] > 0) sbin = pm[tid];
+                }
+                __syncthreads();
+                const u32 lb = sbin;
+                // Each thread a run of slots (at most 8: n <= SP_PARTS * SP_C).
+                const u32 per = (n + nt - 1) / nt, a = min(tid * per, n), z = min(a + per, n);
+                u32 rk[8], c = 0;
+#pragma unroll
+                for (u32 j = 0; j < 8; ++j) {
+                    rk[j] = a + j < z ? keys[a + j] : 0u;
+                    c += rk[j] >= lb;
+                }
+                u64 mtot;
+                const u32 at0 = (u32)(block_scan(c, red, mtot) - c);
+                const u32 m = (u32)mtot;
+                if (m <= nt) {
+                    // In place: ck = keys[0, m), the slot of each at keys[2048 + i], its weight
+                    // (at most 2^24) at keys[3072 + i]; every slot was read above.
+                    u32* ck = keys;
+                    u32* cs = keys + 2048;
+                    u32* cw = keys + 3072;
+                    u32 at = at0;
+#pragma unroll
+                    for (u32 j = 0; j < 8; ++j) {
+                        if (rk[j] >= lb) {
+                            ck[at] = rk[j];
+                            cs[at] = a + j;
+                            cw[at] = (u32)weight_of(float_of_key(rk[j]), xmax, inv_t);
+                            ++at;
+                        }
+                    }
+                    __syncthreads();
+                    // kmin: the key with fewer than k keys above it and at least k at or above.
+                    const u32 mine = tid < m ? ck[tid] : 0u;
+                    if (tid < m) {
+                        u32 gt = 0, ge = 0;
+                        for (u32 j = 0; j < m; ++j) {
+                            gt += ck[j] > mine;
+                            ge += ck[j] >= mine;
+                        }
+                        if (gt < top_k && top_k <= ge) sbin = mine;
+                    }
+                    __syncthreads();
+                    kmin = sbin;
+                    ok = kmin > L;
+                    if (ok) {
+                        const bool in = tid < m && mine >= kmin;
+                        const u64 total = block_sum(in ? cw[tid] : 0u, red);
+                        u32 keep = kmin;
+                        if (top_p_on && total > 0) {
+                            u64 target = (u64)ceil((double)top_p * (double)total);
+                            if (target < 1) target = 1;
+                            // top_p: the largest kept key whose keys at or above it weigh the target.
+                            u32 cand = 0;
+                            if (in) {
+                                u64 w = 0;
+                                for (u32 j = 0; j < m; ++j)
+                                    if (ck[j] >= mine) w += cw[j];
+                                if (w >= target) cand = mine;
+                            }
+                            for (int o = 16; o > 0; o >>= 1) cand = max(cand, __shfl_xor_sync(0xffffffffu, cand, o));
+                            if (tid == 0) sbin = 0;
+                            __syncthreads();
+                            if (lane == 0 && cand) atomicMax(&sbin, cand);
+                            __syncthreads();
+                            keep = max(keep, sbin);
+                        }
+                        // The draw, in index order over the kept.
+                        const u64 w = tid < m && mine >= keep ? cw[tid] : 0u;
+                        u64 kept;
+                        const u64 inc = block_scan(w, red, kept);
+                        if (kept > 0) {
+                            u64 r = (u64)(u * (double)kept);
+                            if (r >= kept) r = kept - 1;
+                            if (w && r >= inc - w && r < inc) stoken = s[SP_IDX + cs[tid]];
+                        }
+                    }
+                    done = true;
+                }
+            }
+            if (!done && top_k) {
                 if (count < top_k) ok = false;
                 else kmin = select_keys(keys, n, top_k, false, 1, xmax, inv_t, hlo, hhi, sbin, srest, sexact, sfound, found);
                 ok = ok && found && kmin > L;
             }
             u32 keep = kmin;
-            if (ok) {
+            if (ok && !done) {
                 // The weight the top-p share is of: the kept candidates' (top-k), or the row's.
                 u64 total = 0;
                 if (top_k) {
@@ -1424,7 +1524,7 @@ __device__ void sample_pick(const typename E::T* logits, u32 V, u32 parts, u32 c
                     keep = max(keep, pmin);
                 }
             }
-            if (ok) {
+            if (ok && !done) {
                 keep = max(keep, 1u);
                 // The draw over the kept candidates, in index order: each thread a run of slots.
                 const u32 per = (n + nt - 1) / nt, a = min(tid * per, n), z = min(a + per, n);
@@ -1448,9 +1548,8 @@ __device__ void sample_pick(const typename E::T* logits, u32 V, u32 parts, u32 c
                         }
                     }
                 }
-            } else if (tid == 0) {
-                sfall = 1;
             }
+            if (!ok && tid == 0) sfall = 1;
         }
         __syncthreads();
         if (sfall) {
