@@ -959,9 +959,9 @@ __device__ void sample(const typename E::T* logits, u32 V, const float* params, 
 // The row is cut into P parts of `chunk` logits (a multiple of 8). Three kernels:
 //   sample_max   (grid P x B, only when the LM head gave no packed argmax): each part's
 //                largest key and first index, atomicMax'ed into the row's scratch slot.
-//   sample_part  (grid P x B): each part's candidates, the SP_C largest logits of the part
-//                (ties at the part's threshold taken in index order), kept in index order,
-//                and, when no top-k applies, the part's exact fixed-point weight sum.
+//   sample_part  (grid P x B): each part's candidates, at most SP_C of its largest logits,
+//                in index order, with a threshold key: every logit of the part above it is a
+//                candidate. And, when no top-k applies, the part's exact fixed-point weight sum.
 //   sample_pick  (grid B): one block a row merges the candidates, finds the top-k and top-p
 //                thresholds among them and draws. With neither filter it draws from the
 //                parts' sums and scans only the part that holds the draw.
@@ -981,6 +981,7 @@ __device__ void sample(const typename E::T* logits, u32 V, const float* params, 
 // ([SP_PARTS][SP_C] each). sample_pick sets the argmax slot back to 0.
 #define SP_PARTS 128  // sample_pick's scan of the parts' sums takes 4 a lane
 #define SP_C 64
+#define SP_LB 32  // sample_part's first try: candidates from the 32nd largest of its threads' maxima
 #define SP_PART_THREADS 256
 #define SP_PICK_THREADS 1024
 #define SP_SUMS 2
@@ -1153,6 +1154,58 @@ __device__ void sample_part(const typename E::T* logits, u32 V, u32 chunk, const
         w = block_sum(w, red);
         if (tid == 0) reinterpret_cast<unsigned long long*>(s + SP_SUMS)[p] = w;
         if (!top_p_on) return;  // no filter: the sums are all sample_pick needs
+    }
+    // The usual case, at most 8 logits a thread: lb, the SP_LB-th largest of the threads'
+    // maxima, is at most the part's SP_LB-th largest logit. When no more than SP_C logits reach
+    // it, they are the candidates, and every logit above lb - 1 is listed. Otherwise (and for
+    // longer parts) the exact selection below.
+    if (n > SP_C && n <= nt * 8) {
+        __shared__ u32 tmax[SP_PART_THREADS];
+        __shared__ u32 slb;
+        const u32 i0 = lo + tid * 8;
+        float v[8];
+        u32 k[8], tm = 0;
+        if (i0 < hi) load8<E>(x, V, i0, vec, v);
+#pragma unroll
+        for (u32 j = 0; j < 8; ++j) {
+            k[j] = i0 + j < hi ? key_of(v[j]) : 0u;
+            tm = max(tm, k[j]);
+        }
+        tmax[tid] = tm;
+        if (tid == 0) slb = 0;
+        __syncthreads();
+        u32 gt = 0, ge = 0;
+        for (u32 q = 0; q < nt; ++q) {
+            gt += tmax[q] > tm;
+            ge += tmax[q] >= tm;
+        }
+        if (tm && gt < SP_LB && SP_LB <= ge) slb = tm;
+        __syncthreads();
+        const u32 lb = slb;
+        if (lb) {
+            u32 c = 0;
+#pragma unroll
+            for (u32 j = 0; j < 8; ++j) c += k[j] >= lb;
+            u64 tot;
+            u32 at = (u32)(block_scan(c, red, tot) - c);
+            if (tot <= SP_C) {
+                u32* ckey = s + SP_KEYS + p * SP_C;
+                u32* cidx = s + SP_IDX + p * SP_C;
+#pragma unroll
+                for (u32 j = 0; j < 8; ++j) {
+                    if (k[j] >= lb) {
+                        ckey[at] = k[j];
+                        cidx[at] = i0 + j;
+                        ++at;
+                    }
+                }
+                if (tid == 0) {
+                    s[SP_INFO + 2 * p] = (u32)tot | (n > tot ? 0x80000000u : 0u);
+                    s[SP_INFO + 2 * p + 1] = lb - 1;
+                }
+                return;
+            }
+        }
     }
     // The part's threshold: its SP_C-th largest key (radix selection, 8 bits a pass), or 0
     // when the part holds no more than SP_C logits.
