@@ -11,7 +11,7 @@
 //! | [`silu_mul`] | SwiGLU of a fused gate/up projection | 1 |
 //! | [`matvec`] | a projection at decode batch sizes, with RMSNorm or SwiGLU before it and the residual add after it | 1 |
 //! | [`matvec_swiglu`] | SwiGLU's gate/up projection at decode batch sizes, with RMSNorm before it and the SwiGLU applied as it is written | 1 |
-//! | [`Sampler`] | greedy, temperature, top-k, top-p; generator state in device memory, advancing at every replay | 1 |
+//! | [`Sampler`] | greedy, temperature, top-k, top-p; generator state in device memory, advancing at every replay; many blocks a row (each part of the vocabulary keeps its largest logits, one block a row draws) | 2 (3 without the LM head's argmax) |
 //!
 //! Each op runs on CUDA (the kernels of `kernels/decode.cu`, shipped as PTX) and on candle's
 //! CPU device (plain loops, the reference the kernels are tested against), in f32, f16 and

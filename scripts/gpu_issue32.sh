@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Issue #32 on the GPU machine, over the binaries staged by scripts/stage-issue30.sh
+# (STAGE_ONLY="decode generate model own gpu llama_bench sampling_bench"):
+#   bash scripts/gpu_issue32.sh tests        # capture-candle's GPU tests touched by the sampler and attention
+#   bash scripts/gpu_issue32.sh ours         # llama_bench: batches 1/8/32, positions 64/2000/8000, greedy/topk/plain; Generator protocol
+#   bash scripts/gpu_issue32.sh torch-short  # PyTorch compile + graph at max_seq 2112 (BATCHES, default 1,8,32), greedy and topk
+#   bash scripts/gpu_issue32.sh torch-long   # PyTorch compile + graph at max_seq 8256, position 8000, batches 8 and 32, greedy
+#   bash scripts/gpu_issue32.sh probe        # bench/attention_probe.cu: the attention kernels alone
+# Logs go to $OUT (or ./gpu-logs), one file per mode (TAG names it).
+set -u -o pipefail
+cd "$(dirname "$0")/.."
+out=${OUT:-gpu-logs}
+mkdir -p "$out"
+export CAPTURE_REQUIRE_GPU=1 RUST_BACKTRACE=1
+c=.device/candle
+[ -d "$c" ] && source scripts/gpu-candle-env.sh "$c"
+one() { ls $c/$1-* 2>/dev/null | grep -v '\.d$' | head -1; }
+tag=${TAG:-$1}
+fail=0
+case "$1" in
+  tests)
+    {
+      nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+      for t in decode generate model own gpu; do
+        b=$(one "$t"); [ -n "$b" ] || continue
+        echo "=== $t ($b)"
+        timeout 300 "$b" --include-ignored --test-threads=1 2>&1 | grep -vE '^test .* ok$' || { echo "FAILED: $t"; fail=1; }
+      done
+      # Real-size replay = eager, greedy and seeded sampling (the sampler's graph nodes included).
+      echo "=== model_proof"
+      timeout 200 $c/model_proof --tokens 32 || { echo "FAILED: model_proof"; fail=1; }
+    } 2>&1 | tee "$out/$tag.txt"
+    ;;
+  ours)
+    { nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+      timeout 420 $c/llama_bench --rounds 10 --max-seq 8256 --batches 1,8,32 --positions 64,2000,8000 \
+        --sampling greedy,topk,plain --paths fused --no-breakdown ${GENERATOR:---generator} || { echo "FAILED: llama_bench"; fail=1; }
+    } 2>&1 | tee "$out/$tag.txt"
+    ;;
+  torch-short)
+    timeout 580 python3 bench/torch_llama.py --rounds 10 --max-seq 2112 --batches "${BATCHES:-1,8,32}" \
+      --positions 64,2000 --sampling greedy,topk --paths compile 2>&1 | tee "$out/$tag.txt" || fail=1
+    ;;
+  torch-long)
+    timeout 580 python3 bench/torch_llama.py --rounds 10 --max-seq 8256 --batches "${BATCHES:-8,32}" \
+      --positions 8000 --sampling greedy --paths compile 2>&1 | tee "$out/$tag.txt" || fail=1
+    ;;
+  probe)
+    { nvcc -O3 -arch=sm_90 -std=c++17 bench/attention_probe.cu -o /tmp/attention_probe && timeout 200 /tmp/attention_probe; } 2>&1 | tee "$out/$tag.txt" || fail=1
+    ;;
+  *) echo "unknown mode $1"; exit 2 ;;
+esac
+exit $fail
