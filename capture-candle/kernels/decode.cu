@@ -121,22 +121,47 @@ __device__ void rope_write(const typename E::T* src, u32 stride, u32 col0, const
 
 // ---------------------------------------------------------------------------------------
 // Decode attention over each sequence's valid prefix, split across the sequence, in one
-// kernel.
+// kernel (issue #32: long contexts).
 //
-// q [B, nq, T, dim]; caches [B, nk, S, dim]; query t of row b sees keys 0 ..= pos[b] + t
-// (at most S). The prefix is cut into at most nsplit chunks of at least 128 keys (a multiple
-// of 32, computed on the device from the length, at most max_chunk); block (b*nk + kh, t, c)
-// handles chunk c for the g = nq/nk query heads that share key head kh. It copies the chunk's
-// keys and values into shared memory `tile` keys at a time (cp.async: one round of loads for
-// a whole tile, the queries loaded meanwhile), and keeps a running softmax over the tiles
-// (one tile holds a chunk at the usual sizes). Per head it writes its partial result to
-// part [B, nq, T, nsplit, dim + 2]: the unnormalised output, the chunk's largest score and
-// its sum of exponentials. A chunk past the prefix returns at once, so the work grows with
-// the position, not with S. When one chunk holds the whole prefix, its block writes the
-// result directly; otherwise the block that finishes last of a (b, kh, t)'s chunks (counted
-// in `counters` [B*nk*T], which it sets back to 0) combines them into out [B, T, nq*dim].
-// dim must be a multiple of 8 and at most 256; g at most 16; tile a multiple of 4.
-#define ATT_THREADS 128
+// q [B, nq, T, dim]; caches [B, nk, S, dim]; query t of row b sees keys 0 ..= pos[b] + t (at
+// most S). The g = nq/nk query heads of a key head are taken ATT_HEADS (4) at a time, in
+// nhg = ceil(g/4) head groups. Block (x = (b*nk + kh)*nhg + hg, t, c) handles chunk c of the
+// prefix for head group hg of key head kh (the head groups of one key head are neighbours in
+// x: they run together, and the second reads the keys and values from L2). The chunk length
+// is computed on the device from the prefix length: ceil(len / nsplit) rounded up to a
+// multiple of 64, at least min_chunk, at most max_chunk (which the host makes at least
+// ceil(S / nsplit)); a chunk past the prefix returns at once, so the work grows with the
+// position, not with S.
+//
+// Inside a block each warp takes groups of GK keys (16; 8 where a group would take too many
+// registers) in turn (warp w: groups w, w + NW, ...) and keeps its own running softmax, so the
+// main loop has no block barrier. A group's keys and values (rows that follow one another in
+// the cache) go from global memory straight into registers, 16-byte loads that skip L1; with
+// PF the next group's loads are issued before the current group is computed.
+// - Scores, 16-bit types (MMA): tensor-core mma.sync m16n8k16, keys x dims times dims x heads
+//   with f32 accumulation. The product of two 16-bit values is exact in f32, so these are f32
+//   dot products of the stored values; the scale is applied to them in f32. Lane (r, c) of
+//   a warp (r = lane/4, c = lane%4) loads dims 8c .. 8c+7 of each 32 of keys r and r + 8,
+//   which are its A fragment as they are: the dims are taken in another order within each
+//   32, the same for the queries (B fragment), which leaves the dot products as they are.
+//   f32 (no MMA): the same lanes on CUDA cores, the 4 lanes of a key summing their parts.
+// - Softmax: per head, the group's largest score across the warp, the running max, the
+//   probabilities (base 2: the scale carries log2(e)) into the warp's [GK][4] in shared
+//   memory, and each lane's running sum of its own probabilities.
+// - Values: lane (j, p) takes dims 8p .. 8p+7 of keys j, j + KPW, ... (KPW = 256/DP keys a
+//   round), in f32 for the 4 heads: 32 FMAs a 16-byte load.
+// At the end the warps' running softmaxes are merged through shared memory. When one chunk
+// holds the whole prefix the block writes its heads' results directly; otherwise it writes a
+// partial result per head to part [B, nq, T, nsplit, dim + 4] (the unnormalised output, then
+// the chunk's largest score (base 2) and its sum of exponentials), and the block that
+// finishes last of a (b, kh, t)'s nhg * ns blocks (counted in counters [B*nk*T], which it
+// sets back to 0) combines them, for all g heads, into out [B, T, nq*dim].
+// dim: a multiple of 8, at most DP (64, 128 or 256: entry points attention_d64_<type>,
+// attention_d128_<type>, attention_d256_<type>); g at most 16; nsplit at most
+// ATT_MAX_SPLITS. No dynamic shared memory. Block: ATT_WARPS warps.
+#define ATT_WARPS 4
+#define ATT_HEADS 4
+#define ATT_MAX_SPLITS 64
 
 // 8 consecutive elements as floats (16-bit types: one 16-byte load; f32: two).
 template <typename E> struct Vec8;
@@ -157,179 +182,441 @@ template <typename E> struct Vec8Half {
 template <> struct Vec8<BF16> : Vec8Half<BF16> {};
 template <> struct Vec8<F16> : Vec8Half<F16> {};
 
-// 16 bytes from global to shared memory, asynchronously (cp.async, compute_80 and later).
-static __device__ __forceinline__ void cp_async16(void* smem, const void* gmem) {
-    u32 sa;
-    asm volatile("{ .reg .u64 a; cvta.to.shared.u64 a, %1; cvt.u32.u64 %0, a; }" : "=r"(sa) : "l"(smem));
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(sa), "l"(gmem) : "memory");
+// 16 bytes from global memory, read once (past L1, with a 256-byte L2 prefetch), or zeros
+// where !ok (no access).
+static __device__ __forceinline__ uint4 att_ld16(const void* p, bool ok) {
+    uint4 v;
+    asm("{\n\t.reg .pred q;\n\tsetp.ne.u32 q, %5, 0;\n\t"
+        "mov.b32 %0, 0;\n\tmov.b32 %1, 0;\n\tmov.b32 %2, 0;\n\tmov.b32 %3, 0;\n\t"
+        "@q ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0,%1,%2,%3}, [%4];\n\t}"
+        : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+        : "l"(p), "r"((u32)ok));
+    return v;
 }
-// Waits for this thread's cp.async copies (a barrier then makes every thread's visible).
-static __device__ __forceinline__ void cp_async_wait_all() {
-    asm volatile("cp.async.commit_group;\ncp.async.wait_group 0;" ::: "memory");
+static __device__ __forceinline__ float att_exp2(float x) {
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+}
+static __device__ __forceinline__ u32 att_word(const uint4& x, u32 i) {
+    return i == 0 ? x.x : i == 1 ? x.y : i == 2 ? x.z : x.w;
 }
 
-template <typename E>
+// 8 consecutive elements of a row as loaded (16-bit types: one 16-byte word; f32: two).
+template <typename E> struct AttRaw;
+template <> struct AttRaw<BF16> {
+    struct V { uint4 a; };
+    static __device__ __forceinline__ V load(const u16* p, bool ok) { return V{att_ld16(p, ok)}; }
+    static __device__ __forceinline__ void to_f(const V& x, float* o) {
+#pragma unroll
+        for (u32 k = 0; k < 4; ++k) {
+            const u32 w = att_word(x.a, k);
+            o[2 * k] = __uint_as_float(w << 16);
+            o[2 * k + 1] = __uint_as_float(w & 0xffff0000u);
+        }
+    }
+};
+template <> struct AttRaw<F16> {
+    struct V { uint4 a; };
+    static __device__ __forceinline__ V load(const u16* p, bool ok) { return V{att_ld16(p, ok)}; }
+    static __device__ __forceinline__ void to_f(const V& x, float* o) {
+#pragma unroll
+        for (u32 k = 0; k < 4; ++k) {
+            const u32 w = att_word(x.a, k);
+            asm("cvt.f32.f16 %0, %1;" : "=f"(o[2 * k]) : "h"((u16)(w & 0xffffu)));
+            asm("cvt.f32.f16 %0, %1;" : "=f"(o[2 * k + 1]) : "h"((u16)(w >> 16)));
+        }
+    }
+};
+template <> struct AttRaw<F32> {
+    struct V { uint4 a, b; };
+    static __device__ __forceinline__ V load(const float* p, bool ok) { return V{att_ld16(p, ok), att_ld16(p + 4, ok)}; }
+    static __device__ __forceinline__ void to_f(const V& x, float* o) {
+#pragma unroll
+        for (u32 k = 0; k < 4; ++k) {
+            o[k] = __uint_as_float(att_word(x.a, k));
+            o[4 + k] = __uint_as_float(att_word(x.b, k));
+        }
+    }
+};
+
+// d += a (16 x 16, row-major) . b (16 x 8, column-major), f32 accumulation (compute_80).
+template <typename E> struct AttMma {
+    static __device__ __forceinline__ void run(float* d, const u32* a, u32 b0, u32 b1) {}  // f32: not used
+};
+template <> struct AttMma<BF16> {
+    static __device__ __forceinline__ void run(float* d, const u32* a, u32 b0, u32 b1) {
+        asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+            "{%0,%1,%2,%3};"
+            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+    }
+};
+template <> struct AttMma<F16> {
+    static __device__ __forceinline__ void run(float* d, const u32* a, u32 b0, u32 b1) {
+        asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+            "{%0,%1,%2,%3};"
+            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+    }
+};
+
+template <typename E, u32 DP, u32 GK, u32 NW, bool MMA, bool PF>
 __device__ void attention(const typename E::T* q, const typename E::T* kc, const typename E::T* vc,
                           const u32* pos, u32 T, u32 nq, u32 nk, u32 S, u32 dim, u32 nsplit, u32 max_chunk,
-                          u32 tile, float scale, float* part, u32* counters, typename E::T* out) {
+                          u32 min_chunk, float scale, float* part, u32* counters, typename E::T* out) {
     typedef typename E::T Elem;
-    extern __shared__ float sm[];
-    const u32 g = nq / nk;
-    const u32 b = blockIdx.x / nk, kh = blockIdx.x - b * nk, t = blockIdx.y, c = blockIdx.z;
+    typedef AttRaw<E> R;
+    constexpr u32 H = ATT_HEADS, NT = NW * 32;
+    constexpr u32 NU = DP / 32;    // a row in slices of 32 dims (4 score lanes x 8)
+    constexpr u32 LPK = DP / 8;    // value lanes a key
+    constexpr u32 KPW = 32 / LPK;  // value keys a round
+    constexpr u32 NR = GK / KPW;   // value rounds a group
+    static_assert(DP == 64 || DP == 128 || DP == 256, "DP: 64, 128 or 256");
+    static_assert(GK == 8 || GK == 16, "GK: 8 or 16");
+    static_assert(!MMA || sizeof(Elem) == 2, "the tensor-core scores take 16-bit types");
+    __shared__ __align__(16) float att_p[NW][GK][H];     // a group's probabilities, key-major
+    __shared__ __align__(16) float att_a[NW][H];         // a group's rescale of what came before
+    __shared__ __align__(16) float att_o[NW][H][DP];     // the warps' outputs
+    __shared__ float att_m[NW][H], att_l[NW][H];          // the warps' max and sum
+    __shared__ __align__(16) float att_q[MMA ? 1 : H][DP];  // the queries (CUDA-core scores)
+    __shared__ float att_w[16][ATT_MAX_SPLITS];            // the combine's weight of each chunk
+    __shared__ u32 att_last;
+
+    const u32 g = nq / nk, nhg = (g + H - 1) / H;
+    const u32 bk = blockIdx.x / nhg, hg = blockIdx.x - bk * nhg;
+    const u32 b = bk / nk, kh = bk - b * nk, t = blockIdx.y, c = blockIdx.z;
+    const u32 h0 = hg * H, gh = min(H, g - h0);  // this block's heads: h0 .. h0 + gh - 1
     u32 len = pos[b] + t + 1;
     if (len > S || len < pos[b]) len = S;
-    // At least 128 keys a chunk (fewer blocks to combine), at most max_chunk.
-    const u32 chunk = min(max_chunk, max(128u, ((len + nsplit - 1) / nsplit + 31) / 32 * 32));
+    const u32 per = (len + nsplit - 1) / nsplit;
+    const u32 chunk = min(max_chunk, max(min_chunk, (per + 63) / 64 * 64));
     const u32 ns = (len + chunk - 1) / chunk;  // chunks in the prefix
     const u32 start = c * chunk;
     if (start >= len) return;
     const u32 end = min(start + chunk, len), n = end - start;
-    const u32 tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
-    constexpr u32 PE = 16 / sizeof(Elem);  // elements in 16 bytes
-    const u32 rp = dim + PE;               // a staged row's pitch: 16 bytes of padding, no bank conflicts
-    float* qs = sm;                        // [g][dim], scaled
-    float* os = qs + g * dim;              // [g][dim]: the outputs so far, each a thread's own
-    float* sc = os + g * dim;              // [g][tile]: scores, then their exponentials
-    Elem* kt = reinterpret_cast<Elem*>(sc + g * tile);  // [tile][rp]
-    Elem* vt = kt + (u64)tile * rp;                     // [tile][rp]
-    __shared__ float stat[16][3];  // per head: running max, running sum, this tile's rescale
-    __shared__ u32 last;
-    const u64 kbase = ((u64)b * nk + kh) * S * dim;
-    const u32 pieces = dim / PE;
-    auto stage = [&](u32 t0, u32 pn) {
-        for (u32 i = tid; i < pn * pieces; i += ATT_THREADS) {
-            const u32 r = i / pieces, p = i - r * pieces;
-            const u64 src = kbase + (u64)(start + t0 + r) * dim + p * PE;
-            cp_async16(kt + r * rp + p * PE, kc + src);
-            cp_async16(vt + r * rp + p * PE, vc + src);
+    const u32 tid = threadIdx.x, w = tid / 32, lane = tid % 32;
+    const u32 r = lane / 4, cq = lane % 4;      // score lanes: keys r and r + 8, dims 8cq.. of each 32
+    const u32 j = lane / LPK, pv = lane % LPK;  // value lanes: keys j + KPW*i, dims 8pv ..
+    const u64 kvbase = ((u64)b * nk + kh) * S * dim;
+    const Elem* kp = kc + kvbase;
+    const Elem* vp = vc + kvbase;
+    const u64 qrow = ((u64)b * nq + kh * g + h0) * T + t;  // q row of head h0 (head h0 + h: + h*T)
+    const float sc2 = scale * 1.4426950408889634f;        // scores in base 2
+
+    // The queries: B fragments (MMA, zero for heads past gh and dims past dim), or f32 in
+    // shared memory.
+    u32 qb[NU][2][2];
+    if constexpr (MMA) {
+#pragma unroll
+        for (u32 u = 0; u < NU; ++u) {
+            const u32 vi = 4 * u + cq;
+            const uint4 x = att_ld16(q + (qrow + (u64)r * T) * dim + vi * 8, r < gh && vi * 8 < dim);
+            qb[u][0][0] = x.x;
+            qb[u][0][1] = x.y;
+            qb[u][1][0] = x.z;
+            qb[u][1][1] = x.w;
+        }
+    } else {
+        for (u32 x = tid; x < H * DP; x += NT) {
+            const u32 h = x / DP, d = x - h * DP;
+            att_q[h][d] = h < gh && d < dim ? E::ld(q, (qrow + (u64)h * T) * dim + d) : 0.f;
+        }
+        __syncthreads();
+    }
+
+    struct Grp {
+        typename R::V k0[NU], k1[GK == 16 ? NU : 1], v[NR];
+    };
+    // A group's keys (score lanes) and values (value lanes); zeros past the chunk's end.
+    auto load = [&](Grp& G, u32 gi) {
+        const u32 key0 = start + gi * GK;
+#pragma unroll
+        for (u32 u = 0; u < NU; ++u) {
+            const u32 vi = 4 * u + cq;
+            const bool dok = vi * 8 < dim;
+            G.k0[u] = R::load(kp + (u64)(key0 + r) * dim + vi * 8, dok && key0 + r < end);
+            if (GK == 16) G.k1[u] = R::load(kp + (u64)(key0 + r + 8) * dim + vi * 8, dok && key0 + r + 8 < end);
+        }
+#pragma unroll
+        for (u32 i = 0; i < NR; ++i) {
+            const u32 key = key0 + i * KPW + j;
+            G.v[i] = R::load(vp + (u64)key * dim + pv * 8, pv * 8 < dim && key < end);
         }
     };
-    stage(0, min(tile, n));
-    for (u32 x = tid; x < g * dim; x += ATT_THREADS) {
-        const u32 h = x / dim, d = x - h * dim;
-        qs[x] = E::ld(q, (((u64)b * nq + kh * g + h) * T + t) * dim + d) * scale;
-    }
-    if (tid < 16) {
-        stat[tid][0] = -INFINITY;
-        stat[tid][1] = 0.f;
-    }
-    const u32 n_out = g * dim;
-    for (u32 o = tid; o < n_out; o += ATT_THREADS) os[o] = 0.f;
-    for (u32 t0 = 0; t0 < n; t0 += tile) {
-        const u32 pn = min(tile, n - t0);
-        if (t0 > 0) stage(t0, pn);
-        cp_async_wait_all();
-        __syncthreads();
-        // Scores: one thread per key, its row read 16 bytes at a time, four heads at once
-        // (four independent sums); each head reads its query with 16-byte shared loads.
-        for (u32 j = tid; j < pn; j += ATT_THREADS) {
-            const Elem* kr = kt + j * rp;
-            for (u32 h0 = 0; h0 < g; h0 += 4) {
-                float a[4] = {0.f, 0.f, 0.f, 0.f};
-                for (u32 d = 0; d < dim; d += 8) {
-                    float k8[8];
-                    Vec8<E>::load(kr, d, k8);
+
+    float acc[H][8];
 #pragma unroll
-                    for (u32 hh = 0; hh < 4; ++hh) {
-                        if (h0 + hh < g) {
-                            const float* qh = qs + (h0 + hh) * dim + d;
-                            const float4 q0 = *reinterpret_cast<const float4*>(qh);
-                            const float4 q1 = *reinterpret_cast<const float4*>(qh + 4);
-                            a[hh] += q0.x * k8[0] + q0.y * k8[1] + q0.z * k8[2] + q0.w * k8[3] + q1.x * k8[4] +
-                                     q1.y * k8[5] + q1.z * k8[6] + q1.w * k8[7];
-                        }
-                    }
+    for (u32 h = 0; h < H; ++h)
+#pragma unroll
+        for (u32 e = 0; e < 8; ++e) acc[h][e] = 0.f;
+    // Running max and sum of heads 2cq and 2cq + 1 (lanes cq < 2; the others hold heads past 4).
+    float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.f, l1 = 0.f;
+    const u32 ngroups = (n + GK - 1) / GK;
+    const bool hok0 = 2 * cq < gh, hok1 = 2 * cq + 1 < gh;
+    Grp G;
+    if (PF && w < ngroups) load(G, w);
+    for (u32 gi = w; gi < ngroups; gi += NW) {
+        Grp N;
+        if (PF) load(N, gi + NW);  // past the chunk: no access
+        else load(G, gi);
+        const u32 key0 = start + gi * GK;
+        // Scores s: keys r, r + 8 (s[0..1], s[2..3]) x heads 2cq, 2cq + 1.
+        float s[4] = {0.f, 0.f, 0.f, 0.f};
+        if constexpr (MMA) {
+#pragma unroll
+            for (u32 u = 0; u < NU; ++u)
+#pragma unroll
+                for (u32 st = 0; st < 2; ++st) {
+                    u32 a[4];
+                    a[0] = att_word(G.k0[u].a, 2 * st);
+                    a[2] = att_word(G.k0[u].a, 2 * st + 1);
+                    a[1] = GK == 16 ? att_word(G.k1[GK == 16 ? u : 0].a, 2 * st) : 0u;
+                    a[3] = GK == 16 ? att_word(G.k1[GK == 16 ? u : 0].a, 2 * st + 1) : 0u;
+                    AttMma<E>::run(s, a, qb[u][st][0], qb[u][st][1]);
                 }
+        } else {
+            float pa[2][H];
 #pragma unroll
-                for (u32 hh = 0; hh < 4; ++hh)
-                    if (h0 + hh < g) sc[(h0 + hh) * tile + j] = a[hh];
+            for (u32 h = 0; h < H; ++h) pa[0][h] = pa[1][h] = 0.f;
+#pragma unroll
+            for (u32 u = 0; u < NU; ++u) {
+                const u32 vi = 4 * u + cq;
+                float k0[8], k1[8];
+                R::to_f(G.k0[u], k0);
+                if (GK == 16) R::to_f(G.k1[GK == 16 ? u : 0], k1);
+#pragma unroll
+                for (u32 h = 0; h < H; ++h) {
+                    const float4 qa = *reinterpret_cast<const float4*>(&att_q[MMA ? 0 : h][vi * 8]);
+                    const float4 qc = *reinterpret_cast<const float4*>(&att_q[MMA ? 0 : h][vi * 8 + 4]);
+                    pa[0][h] += qa.x * k0[0] + qa.y * k0[1] + qa.z * k0[2] + qa.w * k0[3] + qc.x * k0[4] +
+                                qc.y * k0[5] + qc.z * k0[6] + qc.w * k0[7];
+                    if (GK == 16)
+                        pa[1][h] += qa.x * k1[0] + qa.y * k1[1] + qa.z * k1[2] + qa.w * k1[3] + qc.x * k1[4] +
+                                    qc.y * k1[5] + qc.z * k1[6] + qc.w * k1[7];
+                }
+            }
+#pragma unroll
+            for (u32 o = 1; o < 4; o <<= 1)
+#pragma unroll
+                for (u32 h = 0; h < H; ++h) {
+                    pa[0][h] += __shfl_xor_sync(0xffffffffu, pa[0][h], o);
+                    pa[1][h] += __shfl_xor_sync(0xffffffffu, pa[1][h], o);
+                }
+            const bool hi = cq & 1;
+            s[0] = hi ? pa[0][2] : pa[0][0];
+            s[1] = hi ? pa[0][3] : pa[0][1];
+            s[2] = hi ? pa[1][2] : pa[1][0];
+            s[3] = hi ? pa[1][3] : pa[1][1];
+        }
+        // Softmax: mask, the group's max per head across the warp, probabilities, sums.
+        const bool rok0 = key0 + r < end, rok1 = GK == 16 && key0 + r + 8 < end;
+        s[0] = rok0 && hok0 ? s[0] * sc2 : -INFINITY;
+        s[1] = rok0 && hok1 ? s[1] * sc2 : -INFINITY;
+        s[2] = rok1 && hok0 ? s[2] * sc2 : -INFINITY;
+        s[3] = rok1 && hok1 ? s[3] * sc2 : -INFINITY;
+        float x0 = fmaxf(s[0], s[2]), x1 = fmaxf(s[1], s[3]);
+#pragma unroll
+        for (u32 o = 4; o < 32; o <<= 1) {
+            x0 = fmaxf(x0, __shfl_xor_sync(0xffffffffu, x0, o));
+            x1 = fmaxf(x1, __shfl_xor_sync(0xffffffffu, x1, o));
+        }
+        const float n0 = fmaxf(m0, x0), n1 = fmaxf(m1, x1);
+        // A head with no score yet (past gh): nothing to rescale, probabilities 0.
+        const float z0 = n0 == -INFINITY ? 0.f : n0, z1 = n1 == -INFINITY ? 0.f : n1;
+        const float a0 = n0 == -INFINITY ? 1.f : att_exp2(m0 - n0);
+        const float a1 = n1 == -INFINITY ? 1.f : att_exp2(m1 - n1);
+        const float p0 = att_exp2(s[0] - z0), p1 = att_exp2(s[1] - z1);
+        const float p2 = att_exp2(s[2] - z0), p3 = att_exp2(s[3] - z1);
+        l0 = l0 * a0 + (p0 + p2);
+        l1 = l1 * a1 + (p1 + p3);
+        m0 = n0;
+        m1 = n1;
+        __syncwarp();  // the last group's probabilities are read
+        if (cq < 2) {
+            *reinterpret_cast<float2*>(&att_p[w][r][2 * cq]) = make_float2(p0, p1);
+            if (GK == 16) *reinterpret_cast<float2*>(&att_p[w][GK == 16 ? r + 8 : r][2 * cq]) = make_float2(p2, p3);
+            if (r == 0) *reinterpret_cast<float2*>(&att_a[w][2 * cq]) = make_float2(a0, a1);
+        }
+        __syncwarp();
+        // Values: rescale what came before (when a max moved), then 8 dims x 4 heads a key.
+        const float4 al = *reinterpret_cast<const float4*>(att_a[w]);
+        if (al.x != 1.f || al.y != 1.f || al.z != 1.f || al.w != 1.f) {
+#pragma unroll
+            for (u32 e = 0; e < 8; ++e) {
+                acc[0][e] *= al.x;
+                acc[1][e] *= al.y;
+                acc[2][e] *= al.z;
+                acc[3][e] *= al.w;
             }
         }
-        __syncthreads();
-        // Per head: the running max, the tile's exponentials, the running sum, the rescale
-        // of what was accumulated before.
-        for (u32 h = warp; h < g; h += ATT_THREADS / 32) {
-            float m = -INFINITY;
-            for (u32 j = lane; j < pn; j += 32) m = fmaxf(m, sc[h * tile + j]);
-            m = warp_max(m);
-            const float mo = stat[h][0], mn = fmaxf(mo, m);
-            float l = 0.f;
-            for (u32 j = lane; j < pn; j += 32) {
-                const float e = __expf(sc[h * tile + j] - mn);
-                sc[h * tile + j] = e;
-                l += e;
-            }
-            l = warp_sum(l);
-            if (lane == 0) {
-                const float r = __expf(mo - mn);
-                stat[h][0] = mn;
-                stat[h][1] = stat[h][1] * r + l;
-                stat[h][2] = r;
+#pragma unroll
+        for (u32 i = 0; i < NR; ++i) {
+            const float4 pp = *reinterpret_cast<const float4*>(att_p[w][i * KPW + j]);
+            float v[8];
+            R::to_f(G.v[i], v);
+#pragma unroll
+            for (u32 e = 0; e < 8; ++e) {
+                acc[0][e] = fmaf(pp.x, v[e], acc[0][e]);
+                acc[1][e] = fmaf(pp.y, v[e], acc[1][e]);
+                acc[2][e] = fmaf(pp.z, v[e], acc[2][e]);
+                acc[3][e] = fmaf(pp.w, v[e], acc[3][e]);
             }
         }
-        __syncthreads();
-        // Values: each thread its outputs (head, dim), over the tile's keys.
-        for (u32 o = tid; o < n_out; o += ATT_THREADS) {
-            const u32 h = o / dim, d = o - h * dim;
-            const float* ph = sc + h * tile;
-            const Elem* vd = vt + d;
-            // Four independent sums over the keys, added at the end.
-            float a0 = 0.f, a1 = 0.f, a2 = 0.f, a3 = 0.f;
-            u32 j = 0;
-            for (; j + 4 <= pn; j += 4) {
-                a0 += ph[j] * E::ld(vd, (u64)j * rp);
-                a1 += ph[j + 1] * E::ld(vd, (u64)(j + 1) * rp);
-                a2 += ph[j + 2] * E::ld(vd, (u64)(j + 2) * rp);
-                a3 += ph[j + 3] * E::ld(vd, (u64)(j + 3) * rp);
-            }
-            for (; j < pn; ++j) a0 += ph[j] * E::ld(vd, (u64)j * rp);
-            os[o] = os[o] * stat[h][2] + ((a0 + a1) + (a2 + a3));
-        }
-        __syncthreads();  // the next tile overwrites the keys, values and scores
+        if (PF) G = N;
     }
-    for (u32 o = tid; o < n_out; o += ATT_THREADS) {
-        const u32 h = o / dim, d = o - h * dim;
+
+    // The warp's result: outputs summed over its value keys, sums over its score rows.
+#pragma unroll
+    for (u32 o = LPK; o < 32; o <<= 1)
+#pragma unroll
+        for (u32 h = 0; h < H; ++h)
+#pragma unroll
+            for (u32 e = 0; e < 8; ++e) acc[h][e] += __shfl_xor_sync(0xffffffffu, acc[h][e], o);
+#pragma unroll
+    for (u32 o = 4; o < 32; o <<= 1) {
+        l0 += __shfl_xor_sync(0xffffffffu, l0, o);
+        l1 += __shfl_xor_sync(0xffffffffu, l1, o);
+    }
+    if (lane < LPK && pv * 8 < dim) {
+#pragma unroll
+        for (u32 h = 0; h < H; ++h) {
+            *reinterpret_cast<float4*>(&att_o[w][h][pv * 8]) = make_float4(acc[h][0], acc[h][1], acc[h][2], acc[h][3]);
+            *reinterpret_cast<float4*>(&att_o[w][h][pv * 8 + 4]) = make_float4(acc[h][4], acc[h][5], acc[h][6], acc[h][7]);
+        }
+    }
+    if (lane < 2) {
+        att_m[w][2 * lane] = m0;
+        att_m[w][2 * lane + 1] = m1;
+        att_l[w][2 * lane] = l0;
+        att_l[w][2 * lane + 1] = l1;
+    }
+    __syncthreads();
+    // The block's result per head: the warps' merged.
+    for (u32 x = tid; x < gh * dim; x += NT) {
+        const u32 h = x / dim, d = x - h * dim;
+        float M = -INFINITY;
+#pragma unroll
+        for (u32 v = 0; v < NW; ++v) M = fmaxf(M, att_m[v][h]);
+        float o = 0.f, L = 0.f;
+#pragma unroll
+        for (u32 v = 0; v < NW; ++v) {
+            const float e = att_exp2(att_m[v][h] - M);  // a warp with no keys: 0
+            o += e * att_o[v][h][d];
+            L += e * att_l[v][h];
+        }
+        const u64 hq = (u64)kh * g + h0 + h;
         if (ns == 1) {
             // One chunk holds the whole prefix: the result, with no partials to combine.
-            E::st(out, (((u64)b * T + t) * nq + kh * g + h) * dim + d, os[o] / stat[h][1]);
+            E::st(out, (((u64)b * T + t) * nq + hq) * dim + d, o / L);
         } else {
-            float* po = part + ((((u64)b * nq + kh * g + h) * T + t) * nsplit + c) * (dim + 2);
-            po[d] = os[o];
+            float* po = part + ((((u64)b * nq + hq) * T + t) * nsplit + c) * (dim + 4);
+            po[d] = o;
             if (d == 0) {
-                po[dim] = stat[h][0];
-                po[dim + 1] = stat[h][1];
+                po[dim] = M;
+                po[dim + 1] = L;
             }
         }
     }
     if (ns == 1) return;
-    // The last block of this (b, kh, t) combines every chunk.
-    u32* counter = counters + ((u64)b * nk + kh) * T + t;
+    // The last block of this (b, kh, t) combines every chunk of every head group.
     __threadfence();
+    __syncthreads();  // every thread's partials are out before the count
+    u32* counter = counters + ((u64)b * nk + kh) * T + t;
     if (tid == 0) {
         const u32 done = atomicAdd(counter, 1u) + 1;
-        last = done == ns;
-        if (last) *counter = 0;
+        att_last = done == ns * nhg;
+        if (att_last) *counter = 0;
     }
     __syncthreads();
-    if (!last) return;
+    if (!att_last) return;
     __threadfence();
-    for (u32 x = tid; x < g * dim; x += ATT_THREADS) {
-        const u32 h = x / dim, d = x - h * dim;
-        // Other blocks' partials: read past L1 (__ldcg), after their fence and our counter.
-        const float* p = part + (((u64)b * nq + kh * g + h) * T + t) * nsplit * (dim + 2);
-        float m = -INFINITY;
-#pragma unroll 8
-        for (u32 s = 0; s < ns; ++s) m = fmaxf(m, __ldcg(p + s * (dim + 2) + dim));
-        float num = 0.f, den = 0.f;
-#pragma unroll 8
-        for (u32 s = 0; s < ns; ++s) {
-            const float w = __expf(__ldcg(p + s * (dim + 2) + dim) - m);
-            num += w * __ldcg(p + s * (dim + 2) + d);
-            den += w * __ldcg(p + s * (dim + 2) + dim + 1);
+    // Other blocks' partials: read past L1 (__ldcg), after their fence and our counter.
+    // Per head: each chunk's weight, exp2(m_s - M) / sum_s exp2(m_s - M) l_s, in one round of
+    // loads (ns <= 64: two chunks a lane).
+    for (u32 h = w; h < g; h += NW) {
+        const float* ph = part + (((u64)b * nq + kh * g + h) * T + t) * nsplit * (dim + 4) + dim;
+        const bool in0 = lane < ns, in1 = lane + 32 < ns;
+        const float ma = in0 ? __ldcg(ph + (u64)lane * (dim + 4)) : -INFINITY;
+        const float la = in0 ? __ldcg(ph + (u64)lane * (dim + 4) + 1) : 0.f;
+        const float mb = in1 ? __ldcg(ph + (u64)(lane + 32) * (dim + 4)) : -INFINITY;
+        const float lb = in1 ? __ldcg(ph + (u64)(lane + 32) * (dim + 4) + 1) : 0.f;
+        const float M = warp_max(fmaxf(ma, mb));
+        const float ea = att_exp2(ma - M), eb = att_exp2(mb - M);  // past ns: 0
+        const float inv = 1.f / warp_sum(ea * la + eb * lb);
+        if (in0) att_w[h][lane] = ea * inv;
+        if (in1) att_w[h][lane + 32] = eb * inv;
+    }
+    __syncthreads();
+    // Each output: a weighted sum over the chunks, 4 dims a thread. Where there are fewer such
+    // sums than threads, nsub threads share one (chunks sub, sub + nsub, ...) and their parts
+    // meet in shared memory (att_o, free by now: [nsub][ntask] float4, at most 4*NT floats).
+    const u32 d4 = dim / 4, ntask = g * d4, nsub = ntask >= NT ? 1 : NT / ntask;
+    auto chunk_sum = [&](u32 x, u32 s0, u32 step) {
+        const u32 h = x / d4, d = (x - h * d4) * 4;
+        const float* ph = part + (((u64)b * nq + kh * g + h) * T + t) * nsplit * (dim + 4) + d;
+        float4 a = make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll 16
+        for (u32 s = s0; s < ns; s += step) {
+            const float4 v = __ldcg(reinterpret_cast<const float4*>(ph + (u64)s * (dim + 4)));
+            const float ws = att_w[h][s];
+            a.x += ws * v.x;
+            a.y += ws * v.y;
+            a.z += ws * v.z;
+            a.w += ws * v.w;
         }
-        E::st(out, (((u64)b * T + t) * nq + kh * g + h) * dim + d, num / den);
+        return a;
+    };
+    auto put = [&](u32 x, float4 a) {
+        const u32 h = x / d4, d = (x - h * d4) * 4;
+        const u64 o = (((u64)b * T + t) * nq + kh * g + h) * dim + d;
+        E::st(out, o, a.x);
+        E::st(out, o + 1, a.y);
+        E::st(out, o + 2, a.z);
+        E::st(out, o + 3, a.w);
+    };
+    if (nsub == 1) {
+        for (u32 x = tid; x < ntask; x += NT) put(x, chunk_sum(x, 0, 1));
+    } else {
+        float4* red = reinterpret_cast<float4*>(&att_o[0][0][0]);
+        const u32 x = tid % ntask, sub = tid / ntask;
+        if (sub < nsub) red[sub * ntask + x] = chunk_sum(x, sub, nsub);
+        __syncthreads();
+        if (tid < ntask) {
+            float4 a = red[tid];
+            for (u32 k = 1; k < nsub; ++k) {
+                const float4 v = red[k * ntask + tid];
+                a.x += v.x;
+                a.y += v.y;
+                a.z += v.z;
+                a.w += v.w;
+            }
+            put(tid, a);
+        }
     }
 }
+
+// The entry points, one a width of row (DP) and type: keys a group (GK), tensor-core scores
+// (MMA, 16-bit types), the next group's loads ahead (PF), and the blocks a multiprocessor must
+// hold (MINB; 4: at most 128 registers a thread, which d64 with PF and d128 fit with no
+// spills). See bench/attention_probe.cu for the variants timed.
+#define ATT_ARGS(E)                                                                                           \
+    const E::T *q, const E::T *kc, const E::T *vc, const u32 *pos, u32 T, u32 nq, u32 nk, u32 S, u32 dim,     \
+        u32 nsplit, u32 max_chunk, u32 min_chunk, float scale, float *part, u32 *counters, E::T *out
+#define INSTANTIATE_ATT(E, SUF, DP, GK, MMA, PF, MINB)                                                       \
+    extern "C" __global__ void __launch_bounds__(ATT_WARPS * 32, MINB) attention_d##DP##_##SUF(ATT_ARGS(E)) { \
+        attention<E, DP, GK, ATT_WARPS, MMA, PF>(q, kc, vc, pos, T, nq, nk, S, dim, nsplit, max_chunk,     \
+                                                 min_chunk, scale, part, counters, out);                    \
+    }
+INSTANTIATE_ATT(BF16, bf16, 64, 16, true, true, 4)
+INSTANTIATE_ATT(BF16, bf16, 128, 16, true, false, 4)
+INSTANTIATE_ATT(BF16, bf16, 256, 8, true, false, 1)
+INSTANTIATE_ATT(F16, f16, 64, 16, true, true, 4)
+INSTANTIATE_ATT(F16, f16, 128, 16, true, false, 4)
+INSTANTIATE_ATT(F16, f16, 256, 8, true, false, 1)
+INSTANTIATE_ATT(F32, f32, 64, 16, false, false, 1)
+INSTANTIATE_ATT(F32, f32, 128, 8, false, false, 1)
+INSTANTIATE_ATT(F32, f32, 256, 8, false, false, 1)
 
 // ---------------------------------------------------------------------------------------
 // RMSNorm with the residual add: sum = x + delta (when delta is given, else x), written to
@@ -1631,11 +1918,6 @@ __device__ void sample_pick(const typename E::T* logits, u32 V, u32 parts, u32 c
         rope_write<E>(src, stride, col0, bias, table, pos, active, T, dim, nq, nk, nv, S, interleaved,    \
                       q_out, k_cache, v_cache, overflow);                                                 \
     }                                                                                                     \
-    extern "C" __global__ void attention_##SUF(const E::T* q, const E::T* kc, const E::T* vc, const u32* pos,   \
-                                              u32 T, u32 nq, u32 nk, u32 S, u32 dim, u32 nsplit, u32 max_chunk, \
-                                              u32 tile, float scale, float* part, u32* counters, E::T* out) { \
-        attention<E>(q, kc, vc, pos, T, nq, nk, S, dim, nsplit, max_chunk, tile, scale, part, counters, out);  \
-    }                                                                                                         \
     extern "C" __global__ void add_rms_norm_##SUF(const E::T* x, const E::T* delta, const E::T* w,        \
                                                  u32 cols, float eps, E::T* sum_out, E::T* y) {           \
         add_rms_norm<E>(x, delta, w, cols, eps, sum_out, y);                                              \

@@ -93,40 +93,51 @@ pub(crate) fn rope_write(a: &RopeWrite<'_>) -> Result<()> {
     go(&dev, "rope_write", a.src.dtype(), cfg, &args)
 }
 
-/// Threads per attention block: `ATT_THREADS` in the kernel.
+/// Threads per attention block: `ATT_WARPS` (4) warps in the kernel.
 const ATT_THREADS: u32 = 128;
+/// Query heads an attention block takes (`ATT_HEADS`): a key head's `g` query heads are
+/// `ceil(g / 4)` head groups, each its own blocks.
+const ATT_HEADS: usize = 4;
 /// Token rows per call that a cache's own counters cover (prefill runs in chunks of 256).
 pub(crate) const COUNTER_TOKENS: usize = 256;
-/// Most chunks the prefix is cut into (the grid's depth).
-const ATT_SPLITS: usize = 32;
-/// Dynamic shared memory the attention block may use: 48 KiB, what a block may use without
-/// opting in to more, less the kernel's static shared memory (`stat[16][3]` and `last` in
-/// kernels/decode.cu, 196 bytes, rounded up). Issue #31: without the static part, a Llama
-/// layout in f32 (4 query heads a key head of 64) asked for 49,088 dynamic bytes, 49,284 in
-/// all, and every launch failed with CUDA_ERROR_INVALID_VALUE.
-const ATT_SMEM: usize = 48 * 1024 - 256;
+/// Most chunks the prefix is cut into (the grid's depth; `ATT_MAX_SPLITS`: the combining
+/// block holds a weight per chunk and head in shared memory).
+const ATT_MAX_SPLITS: usize = 64;
+/// Blocks the grid aims at for a prefix as long as the cache: an H100's 132 multiprocessors
+/// hold 4 attention blocks each (528), so about 4 waves, short chunks where there are few
+/// rows and heads and long ones (fewer partials to combine) where there are many.
+const ATT_BLOCKS: usize = 2048;
+/// The shortest chunk, in keys (the kernel rounds chunks up to a multiple of 64: 16 keys for
+/// each of its 4 warps).
+const ATT_MIN_CHUNK: usize = 128;
 
-/// Bytes of shared memory the attention kernel's block uses: the scaled queries, the outputs
-/// and a tile's scores (f32), and a tile of keys and of values (rows padded by 16 bytes).
-fn attention_smem(g: usize, dim: usize, elem: usize, tile: usize) -> usize {
-    8 * g * dim + 4 * g * tile + 2 * tile * (dim * elem + 16)
-}
-
-/// The attention grid's depth, longest chunk and tile (keys staged in shared memory at a
-/// time) for `g` query heads per key head of `dim` elements of `elem` bytes, over a cache of
-/// `max_seq`: `None` when not even 4 keys fit in shared memory (never for g <= 16 and
-/// dim <= 256, the shapes [`super::attention`] takes).
-pub(crate) fn attention_split(g: usize, dim: usize, elem: usize, max_seq: usize) -> Option<(usize, usize, usize)> {
-    let per_key = 4 * g + 2 * (dim * elem + 16);
-    let tile = (ATT_SMEM.checked_sub(8 * g * dim)? / per_key / 4 * 4).min(256);
-    if tile < 4 {
+/// The attention kernel for `g` query heads per key head of `dim` elements over a cache of
+/// `max_seq`: its width (the entry point `attention_d{64,128,256}`), the head groups (blocks
+/// per key head) and the most chunks the prefix may be cut into; `None` for a shape it does
+/// not take (`dim` not a multiple of 8 or above 256, `g` 0 or above 16). Every launch fits
+/// the static shared memory (at most 25 KB, `attention_d256_f32`); there is no dynamic part.
+pub(crate) fn attention_split(g: usize, dim: usize, _elem: usize, max_seq: usize) -> Option<(usize, usize, usize)> {
+    if g == 0 || g > 16 || dim == 0 || !dim.is_multiple_of(8) || dim > 256 {
         return None;
     }
-    let splits = ATT_SPLITS.min(max_seq.div_ceil(32));
-    // The kernel's chunks are at least 128 keys and cover max_seq in `splits`; a tile need not
-    // be longer than a chunk (less shared memory a block, more blocks a multiprocessor).
-    let chunk = (max_seq.div_ceil(splits).div_ceil(32) * 32).max(128);
-    Some((splits, chunk, tile.min(chunk)))
+    let width = if dim <= 64 {
+        64
+    } else if dim <= 128 {
+        128
+    } else {
+        256
+    };
+    let most = ATT_MAX_SPLITS.min(max_seq.div_ceil(ATT_MIN_CHUNK)).max(1);
+    Some((width, g.div_ceil(ATT_HEADS), most))
+}
+
+/// The grid's depth (chunks at most) and longest chunk for `blocks` blocks per chunk (rows x
+/// key heads x head groups x tokens): enough chunks for about [`ATT_BLOCKS`] blocks at a
+/// prefix of `max_seq`, at most `most`; the kernel sizes the chunks from the actual length
+/// on the device, so a shorter prefix runs fewer of them.
+fn attention_grid(blocks: usize, most: usize, max_seq: usize) -> (usize, usize) {
+    let nsplit = ATT_BLOCKS.div_ceil(blocks.max(1)).clamp(1, most);
+    (nsplit, max_seq.div_ceil(nsplit))
 }
 
 /// Decode attention in one kernel: partial results per chunk into an f32 scratch tensor, and
@@ -150,9 +161,13 @@ pub(crate) fn attention(
     }
     let g = nq / nk;
     let elem = q.dtype().size_in_bytes();
-    let Some((nsplit, max_chunk, tile)) = attention_split(g, dim, elem, max_seq) else {
-        candle_core::bail!("attention: {g} query heads per key head of {dim} do not fit a block's shared memory");
+    let Some((width, nhg, most)) = attention_split(g, dim, elem, max_seq) else {
+        candle_core::bail!("attention: {g} query heads per key head of {dim} are not a shape the kernel takes");
     };
+    let Ok(grid_x) = u32::try_from(b * nk * nhg) else {
+        candle_core::bail!("attention: {b} rows x {nk} key heads x {nhg} head groups do not fit a grid");
+    };
+    let (nsplit, max_chunk) = attention_grid(b * nk * nhg * t, most, max_seq);
     // The counters the last block of each (row, head, token) finds: the cache's own (kept
     // at 0 by the kernel), or fresh zeros for a call with more token rows than they cover.
     let fresh;
@@ -163,14 +178,15 @@ pub(crate) fn attention(
         &fresh
     };
     // The combining block reads only the chunks inside each query's prefix, which are the
-    // ones written; `out` is written in full by the combining blocks (every row, head,
-    // token and element).
-    let part = raw::uninit((b, nq, t, nsplit, dim + 2), DType::F32, q.device())?;
+    // ones written; `out` is written in full (every row, head, token and element: by the
+    // one block of a prefix in one chunk, else by the combining block). Partials: dim
+    // values, then the chunk's max and sum, 2 floats of padding (16-byte rows).
+    let part = raw::uninit((b, nq, t, nsplit, dim + 4), DType::F32, q.device())?;
     let out = raw::uninit((b, t, nq * dim), q.dtype(), q.device())?;
     let cfg = LaunchConfig {
-        grid_dim: ((b * nk) as u32, t as u32, nsplit as u32),
+        grid_dim: (grid_x, t as u32, nsplit as u32),
         block_dim: (ATT_THREADS, 1, 1),
-        shared_mem_bytes: attention_smem(g, dim, elem, tile) as u32,
+        shared_mem_bytes: 0,
     };
     let args = [
         addr(Some(q))?,
@@ -184,13 +200,13 @@ pub(crate) fn attention(
         Arg::U32(dim as u32),
         Arg::U32(nsplit as u32),
         Arg::U32(max_chunk as u32),
-        Arg::U32(tile as u32),
+        Arg::U32(ATT_MIN_CHUNK as u32),
         Arg::F32(scale),
         addr(Some(&part))?,
         addr(Some(counters))?,
         addr(Some(&out))?,
     ];
-    go(&dev, "attention", q.dtype(), cfg, &args)?;
+    go(&dev, &format!("attention_d{width}"), q.dtype(), cfg, &args)?;
     Ok(out)
 }
 

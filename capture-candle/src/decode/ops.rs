@@ -236,10 +236,11 @@ pub fn rope(x: &Tensor, heads: usize, table: &RopeTable, pos: &Tensor) -> Result
 /// query head `h` reads key/value head `h / (q_heads / kv_heads)`), scaled by `scale`.
 /// Returns `[batch, tokens, q_heads * head_dim]`, ready for the output projection.
 ///
-/// On CUDA, one kernel: each row's prefix is cut into up to 32 chunks (of a multiple of 32
-/// positions, sized on the device from the row's length), one block per chunk and key/value
-/// head; blocks past the prefix return at once, so the work grows with the position and not
-/// with the cache's length; the last block of each head combines the chunks. It uses the cache's counters: do not run two attentions over one cache at once on
+/// On CUDA, one kernel: each row's prefix is cut into up to 64 chunks (of a multiple of 64
+/// positions, sized on the device from the row's length), one block per chunk, key/value
+/// head and group of up to 4 of its query heads; blocks past the prefix return at once, so
+/// the work grows with the position and not with the cache's length; the last block of each
+/// key/value head combines the chunks. It uses the cache's counters: do not run two attentions over one cache at once on
 /// different streams.
 ///
 /// # Errors
