@@ -33,20 +33,20 @@ case "$1" in
     ;;
   ours)
     { nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
-      timeout 420 $c/llama_bench --rounds 10 --max-seq 8256 --batches 1,8,32 --positions 64,2000,8000 \
+      timeout ${LIMIT:-420} $c/llama_bench --rounds ${ROUNDS:-10} --max-seq 8256 --batches 1,8,32 --positions 64,2000,8000 \
         --sampling greedy,topk,plain --paths fused --no-breakdown ${GENERATOR:---generator} || { echo "FAILED: llama_bench"; fail=1; }
     } 2>&1 | tee "$out/$tag.txt"
     ;;
   torch-short)
-    timeout 580 python3 bench/torch_llama.py --rounds 10 --max-seq 2112 --batches "${BATCHES:-1,8,32}" \
-      --positions 64,2000 --sampling greedy,topk --paths compile 2>&1 | tee "$out/$tag.txt" || fail=1
+    timeout ${LIMIT:-580} python3 bench/torch_llama.py --rounds 10 --max-seq 2112 --batches "${BATCHES:-1,8,32}" \
+      --positions 64,2000 --sampling ${SAMPLING:-greedy,topk} --paths compile 2>&1 | tee "$out/$tag.txt" || fail=1
     ;;
   torch-long)
-    timeout 580 python3 bench/torch_llama.py --rounds 10 --max-seq 8256 --batches "${BATCHES:-8,32}" \
+    timeout ${LIMIT:-580} python3 bench/torch_llama.py --rounds 10 --max-seq 8256 --batches "${BATCHES:-8,32}" \
       --positions 8000 --sampling greedy --paths compile 2>&1 | tee "$out/$tag.txt" || fail=1
     ;;
   probe)
-    { nvcc -O3 -arch=sm_90 -std=c++17 bench/attention_probe.cu -o /tmp/attention_probe && timeout 200 /tmp/attention_probe; } 2>&1 | tee "$out/$tag.txt" || fail=1
+    { nvcc -O3 -arch=sm_90 -std=c++17 bench/attention_probe.cu -o /tmp/attention_probe && timeout 200 /tmp/attention_probe ${PROBE_ARGS:-}; } 2>&1 | tee "$out/$tag.txt" || fail=1
     ;;
   *) echo "unknown mode $1"; exit 2 ;;
 esac

@@ -204,9 +204,9 @@ fn reference_attention(q: &Tensor, k: &Tensor, v: &Tensor, pos: &[u32], scale: f
     out
 }
 
-/// Attention against the plain computation: small heads (one tile a chunk on CUDA), and the
-/// largest shape the kernel takes, 16 query heads a key head of 256 (a chunk in several tiles
-/// of shared memory, 4 keys a tile in f32).
+/// Attention against the plain computation: small heads, and the largest shape the kernel
+/// takes, 16 query heads a key head of 256 (on CUDA, four blocks of 4 query heads share each
+/// key head); one and several tokens a row, prefixes of one chunk and of several.
 fn attention(dev: &Device) {
     let shapes = [
         ((3, 8, 2, 16, 300), [(1usize, [0u32, 129, 298]), (3, [5, 127, 200])]),
@@ -230,9 +230,9 @@ fn attention(dev: &Device) {
     }
 }
 
-/// Every head ratio and head size the op takes, in every dtype, at a cache long enough for
-/// the largest tile: each launch fits the block's shared memory (issue #31: Llama's layout,
-/// 4 query heads a key head of 64, failed in f32 with CUDA_ERROR_INVALID_VALUE).
+/// Every head ratio and head size the op takes, in every dtype: each launch fits the
+/// block's resources (issue #31: Llama's layout, 4 query heads a key head of 64, once failed
+/// in f32 with CUDA_ERROR_INVALID_VALUE).
 fn attention_shapes(dev: &Device) {
     for g in [1usize, 2, 3, 4, 7, 8, 16] {
         for d in [64usize, 128, 256] {
