@@ -441,3 +441,28 @@ pub(crate) fn sample_single_block(
     ];
     go(&dev, "sample", logits.dtype(), cfg, &args)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The sampler's parts cover the row with none empty, each a multiple of 8 logits, no
+    /// more than `SP_PARTS` of them, and no part longer than `SAMPLE_PART` (one pass of
+    /// `sample_part`'s 256 threads, 8 logits each) while the row fits `SP_PARTS` such parts.
+    #[test]
+    fn sampling_parts_cover_the_row() {
+        for vocab in
+            [1, 7, 8, 64, 1000, 2048, 2049, 32_000, 70_001, 128_256, 151_936, 152_064, 262_144, 262_145, 1 << 20]
+        {
+            let (parts, chunk) = sample_parts(vocab);
+            assert!((1..=SP_PARTS).contains(&parts), "{vocab}: {parts} parts");
+            assert_eq!(chunk % 8, 0, "{vocab}: chunk {chunk}");
+            assert!(parts * chunk >= vocab, "{vocab}: {parts} x {chunk} leaves logits out");
+            assert!((parts - 1) * chunk < vocab, "{vocab}: the last part is empty");
+            if vocab <= SP_PARTS * SAMPLE_PART {
+                assert!(chunk <= SAMPLE_PART, "{vocab}: chunk {chunk}");
+            }
+        }
+        assert_eq!(SP_WORDS % 2, 0, "rows of scratch keep the u64 slot 8-byte aligned");
+    }
+}
