@@ -485,7 +485,7 @@ fn multi_block_sampling(dev: &Device) {
                 let (ta, tb) = (u32t(&vec![0; rows], dev), u32t(&vec![0; rows], dev));
                 let (pa, pb) = (u32t(&vec![3; rows], dev), u32t(&vec![3; rows], dev));
                 let mut act = vec![1u32; rows];
-                act[rows - 1] = (kind % 2) as u32; // an inactive row in odd kinds
+                act[rows - 1] = kind % 2; // an inactive row in odd kinds
                 let active = u32t(&act, dev);
                 for step in 0..6 {
                     a.sample(&logits, &ta, &pa, Some(&active), 1).unwrap();
