@@ -6,24 +6,9 @@
 #pragma once
 #define AB_THREADS 128
 
-// 8 consecutive elements as floats (16-bit types: one 16-byte load; f32: two).
-template <typename E> struct AbVec8;
-template <> struct AbVec8<F32> {
-    static __device__ __forceinline__ void load(const float* p, u64 i, float* o) {
-        const float4 a = *reinterpret_cast<const float4*>(p + i), b = *reinterpret_cast<const float4*>(p + i + 4);
-        o[0] = a.x; o[1] = a.y; o[2] = a.z; o[3] = a.w; o[4] = b.x; o[5] = b.y; o[6] = b.z; o[7] = b.w;
-    }
-};
-template <typename E> struct AbVec8Half {
-    static __device__ __forceinline__ void load(const u16* p, u64 i, float* o) {
-        const uint4 v = *reinterpret_cast<const uint4*>(p + i);
-        const u16* h = reinterpret_cast<const u16*>(&v);
-#pragma unroll
-        for (int k = 0; k < 8; ++k) o[k] = E::ld(h, k);
-    }
-};
-template <> struct AbVec8<BF16> : AbVec8Half<BF16> {};
-template <> struct AbVec8<F16> : AbVec8Half<F16> {};
+// 8 consecutive elements as floats: decode.cu's Vec8 (this file is included after it), which
+// the old kernel used unchanged.
+template <typename E> using AbVec8 = Vec8<E>;
 
 // 16 bytes from global to shared memory, asynchronously (cp.async, compute_80 and later).
 static __device__ __forceinline__ void ab_cp_async16(void* smem, const void* gmem) {

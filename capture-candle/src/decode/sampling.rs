@@ -152,7 +152,8 @@ impl Sampler {
 
     /// Draws one token per row of `logits` (`[batch, vocab]`) into `tokens` (u32 `[batch]`,
     /// the next step's input), advances `pos` (u32 `[batch]`) by `advance` and each drawing
-    /// row's generator. Rows whose `active` is 0 change nothing. One kernel on CUDA.
+    /// row's generator. Rows whose `active` is 0 change nothing. On CUDA, three kernels: the
+    /// row's argmax, each part's candidates, the draw.
     ///
     /// # Errors
     /// [`Error::BadOperands`] for shapes or dtypes that do not fit.
@@ -179,14 +180,7 @@ impl Sampler {
         advance: u32,
         amax: Option<&Tensor>,
     ) -> Result<()> {
-        self.check(logits, tokens, pos, active)?;
-        match ops::on("Sampler::sample", logits)? {
-            ops::On::Cuda => {
-                super::gpu::sample(logits, &self.params, &self.rng, tokens, pos, active, advance, amax, &self.scratch)?
-            }
-            ops::On::Cpu => super::cpu::sample(logits, &self.params, &self.rng, tokens, pos, active, advance)?,
-        }
-        Ok(())
+        self.draw(logits, tokens, pos, active, advance, amax, false)
     }
 
     /// [`sample`](Self::sample) by the single-block kernel (one block scans its whole row),
@@ -204,12 +198,32 @@ impl Sampler {
         active: Option<&Tensor>,
         advance: u32,
     ) -> Result<()> {
+        self.draw(logits, tokens, pos, active, advance, None, true)
+    }
+
+    /// Checks the operands, then draws on their device: on CUDA by the multi-block kernels
+    /// (with the LM head's argmax when given) or, with `single_block`, the reference kernel.
+    #[allow(clippy::too_many_arguments)]
+    fn draw(
+        &self,
+        logits: &Tensor,
+        tokens: &Tensor,
+        pos: &Tensor,
+        active: Option<&Tensor>,
+        advance: u32,
+        amax: Option<&Tensor>,
+        single_block: bool,
+    ) -> Result<()> {
         self.check(logits, tokens, pos, active)?;
+        let (params, rng) = (&self.params, &self.rng);
         match ops::on("Sampler::sample", logits)? {
-            ops::On::Cuda => {
-                super::gpu::sample_single_block(logits, &self.params, &self.rng, tokens, pos, active, advance)?
+            ops::On::Cuda if single_block => {
+                super::gpu::sample_single_block(logits, params, rng, tokens, pos, active, advance)?
             }
-            ops::On::Cpu => super::cpu::sample(logits, &self.params, &self.rng, tokens, pos, active, advance)?,
+            ops::On::Cuda => {
+                super::gpu::sample(logits, params, rng, tokens, pos, active, advance, amax, &self.scratch)?
+            }
+            ops::On::Cpu => super::cpu::sample(logits, params, rng, tokens, pos, active, advance)?,
         }
         Ok(())
     }
