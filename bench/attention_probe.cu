@@ -130,7 +130,7 @@ static Launch rule_base(const Shape& s) {
 struct Rule {
     int blocks, min_chunk;
 };
-static const Rule RULE_PROD = {2048, 128};  // gpu.rs's ATT_BLOCKS, ATT_MIN_CHUNK
+static const Rule RULE_PROD = {1056, 256};  // gpu.rs's ATT_BLOCKS, ATT_MIN_CHUNK
 static Launch rule_new(const Shape& s, Rule r, int warps = ATT_WARPS) {
     const int g = s.nq / s.nk, nhg = (g + ATT_HEADS - 1) / ATT_HEADS;
     const long per = (long)s.B * s.nk * nhg * s.T;

@@ -6,6 +6,9 @@
 #   bash scripts/gpu_issue32.sh torch-short  # PyTorch compile + graph at max_seq 2112 (BATCHES, default 1,8,32), greedy and topk
 #   bash scripts/gpu_issue32.sh torch-long   # PyTorch compile + graph at max_seq 8256, position 8000, batches 8 and 32, greedy
 #   bash scripts/gpu_issue32.sh probe        # bench/attention_probe.cu: the attention kernels alone
+#   bash scripts/gpu_issue32.sh mmv          # bench/mmv_probe.cu: the 3-32-row products against cuBLAS (SANITIZE=1: memcheck first)
+#   bash scripts/gpu_issue32.sh aba          # A/B/A in one process order: llama_bench, PyTorch at batch 8 (64/2000, 8000), llama_bench
+#   bash scripts/gpu_issue32.sh mmv-step     # llama_bench: the fused step (tensor-core products) against cuBLAS products, batches 3 and 8
 # Logs go to $OUT (or ./gpu-logs), one file per mode (TAG names it).
 set -u -o pipefail
 cd "$(dirname "$0")/.."
@@ -47,6 +50,32 @@ case "$1" in
     ;;
   probe)
     { nvcc -O3 -arch=sm_90 -std=c++17 bench/attention_probe.cu -o /tmp/attention_probe && timeout 200 /tmp/attention_probe ${PROBE_ARGS:-}; } 2>&1 | tee "$out/$tag.txt" || fail=1
+    ;;
+  aba)
+    ours_once() {
+      timeout ${LIMIT:-150} $c/llama_bench --rounds ${ROUNDS:-6} --max-seq 8256 --batches ${OURS_BATCHES:-1,8,32} \
+        --positions 64,2000,8000 --sampling greedy --paths fused --no-breakdown || { echo "FAILED: llama_bench"; fail=1; }
+    }
+    { nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; ours_once; } 2>&1 | tee "$out/${tag}-A1.txt"
+    timeout 200 python3 bench/torch_llama.py --rounds 10 --max-seq 2112 --batches 8 --positions 64,2000 --sampling greedy \
+      --paths compile 2>&1 | tee "$out/${tag}-B-short.txt" || fail=1
+    timeout 200 python3 bench/torch_llama.py --rounds 10 --max-seq 8256 --batches 8 --positions 8000 --sampling greedy \
+      --paths compile 2>&1 | tee "$out/${tag}-B-8000.txt" || fail=1
+    ours_once 2>&1 | tee "$out/${tag}-A2.txt"
+    ;;
+  mmv-step)
+    { nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+      timeout ${LIMIT:-500} $c/llama_bench --rounds ${ROUNDS:-10} --max-seq 8256 --batches ${BATCHES:-3,8} --positions 64,2000,8000 \
+        --sampling ${SAMPLING:-greedy,topk} --paths fused,cublas ${BREAKDOWN:---no-breakdown} || { echo "FAILED: llama_bench"; fail=1; }
+    } 2>&1 | tee "$out/$tag.txt"
+    ;;
+  mmv)
+    { nvcc -O3 -std=c++17 -gencode arch=compute_80,code=sm_90 -Xcompiler -fopenmp bench/mmv_probe.cu -o /tmp/mmv_probe -lcublas || exit 1
+      if [ "${SANITIZE:-0}" = 1 ]; then
+        timeout 300 compute-sanitizer --tool memcheck /tmp/mmv_probe check 2>&1 | tail -25 || fail=1
+      fi
+      timeout ${LIMIT:-400} /tmp/mmv_probe ${PROBE_ARGS:-} || fail=1
+    } 2>&1 | tee "$out/$tag.txt"
     ;;
   *) echo "unknown mode $1"; exit 2 ;;
 esac

@@ -6,7 +6,7 @@
 //!
 //! ```text
 //! llama_bench [--config NAME] [--rounds R] [--tokens N] [--max-seq S] [--batches 1,8] [--positions 64,2000]
-//!             [--sampling greedy,topk,plain] [--paths eager,unfused,fused|none] [--no-breakdown]
+//!             [--sampling greedy,topk,plain] [--paths eager,unfused,fused,cublas|none] [--no-breakdown]
 //!             [--generator] [--prompt-len 32] [--new-tokens 128]
 //! ```
 //! Each token counts the step and the read-back of the next token to the host (the inputs
@@ -20,7 +20,9 @@
 //! with more than greedy, the table gains a `sampling` column and each row's time over
 //! greedy's on the same path.
 //!
-//! `--paths`: which steps to time (`none` skips the step benchmark). `--no-breakdown` skips
+//! `--paths`: which steps to time (`none` skips the step benchmark; `cublas`, not in the
+//! default list, is the fused step with cuBLAS products at every batch, how 3 to 8 rows ran
+//! before the tensor-core kernel). `--no-breakdown` skips
 //! the per-part sub-graphs.
 //!
 //! `--generator`: after the step benchmark, the `Generator` protocol: for each batch of
@@ -85,6 +87,9 @@ enum Path {
     Eager,
     Unfused,
     Fused,
+    /// The fused step with cuBLAS products at every batch (how 3 to 8 rows ran before the
+    /// tensor-core kernel): not in the default list.
+    Cublas,
 }
 
 impl Path {
@@ -95,6 +100,7 @@ impl Path {
             "eager" => Some(Self::Eager),
             "unfused" => Some(Self::Unfused),
             "fused" => Some(Self::Fused),
+            "cublas" => Some(Self::Cublas),
             _ => None,
         }
     }
@@ -105,6 +111,7 @@ impl Path {
             Self::Eager => "eager (capture-ready layers)",
             Self::Unfused => "replay, unfused",
             Self::Fused => "replay, fused",
+            Self::Cublas => "replay, fused, cuBLAS products",
         }
     }
 }
@@ -125,7 +132,7 @@ struct Args {
 }
 
 const USAGE: &str = "usage: llama_bench [--config NAME] [--rounds R] [--tokens N] [--max-seq S] [--batches 1,8] \
-[--positions 64,2000] [--sampling greedy,topk,plain] [--paths eager,unfused,fused|none] [--no-breakdown] \
+[--positions 64,2000] [--sampling greedy,topk,plain] [--paths eager,unfused,fused,cublas|none] [--no-breakdown] \
 [--generator] [--prompt-len 32] [--new-tokens 128]";
 
 fn parse_args() -> std::result::Result<Args, String> {
@@ -181,7 +188,9 @@ fn parse_args() -> std::result::Result<Args, String> {
                     "--positions" => a.positions = list(&k, &v, "a position", |x| x.parse().ok())?,
                     "--sampling" => a.sampling = list(&k, &v, "greedy, topk or plain", Mode::parse)?,
                     "--paths" if v == "none" => a.paths.clear(),
-                    "--paths" => a.paths = list(&k, &v, "eager, unfused or fused (or `none` alone)", Path::parse)?,
+                    "--paths" => {
+                        a.paths = list(&k, &v, "eager, unfused, fused or cublas (or `none` alone)", Path::parse)?
+                    }
                     "--prompt-len" => a.prompt_len = num(&k, &v)?,
                     "--new-tokens" => a.new_tokens = num(&k, &v)?,
                     _ => return Err(format!("unknown argument {k}\n{USAGE}")),
@@ -324,8 +333,11 @@ fn step_bench(a: &Args, cfg: &Config, model: &Arc<Model>, cs: &mut CandleStream)
                 runs.push((path, None));
                 continue;
             }
-            let fused = path == Path::Fused;
-            let step = move |(m, s): &Owned| if fused { m.step(s) } else { m.step_unfused(s) };
+            let step = move |(m, s): &Owned| match path {
+                Path::Cublas => m.step_cublas(s),
+                Path::Unfused => m.step_unfused(s),
+                _ => m.step(s),
+            };
             cs.warm_up(|| step(&owned).map_err(candle_core::Error::wrap))?;
             let t = Instant::now();
             let (g, _report) = cs.capture_owned(owned.clone(), step)?;

@@ -748,6 +748,23 @@ static __device__ __forceinline__ uint4 ld_weight(const void* p) {
     return v;
 }
 
+// One output as the products write it (gemv and mmv): the sum rounded to the element type
+// (GLU: the gate's and the up's sums, each rounded, then silu(gate) * up, rounded), plus the
+// residual when there is one, rounded again.
+template <typename E, bool GLU>
+static __device__ __forceinline__ typename E::T product_out(float s, float su, bool has_res, float res) {
+    typename E::T v;
+    E::st(&v, 0, s);
+    if (GLU) {
+        typename E::T u;
+        E::st(&u, 0, su);
+        const float g = E::ld(&v, 0);
+        E::st(&v, 0, g / (1.f + __expf(-g)) * E::ld(&u, 0));
+    }
+    if (has_res) E::st(&v, 0, E::ld(&v, 0) + res);
+    return v;
+}
+
 // XG (mode 0 only): the products read x where it is (through L1, which the weight loads
 // bypass), not staged: no staging round and no block barrier.
 template <typename E, bool GLU, u32 DIAG, bool XG>
@@ -934,15 +951,7 @@ __device__ void gemv_body(const typename E::T* x, const typename E::T* W, u32 M,
         const u32 no = grp * rows_blk + e_row;
         if (e_on && no < N) {
             const u64 o = (u64)e_m * N + no;
-            T t;
-            E::st(&t, 0, mine);
-            if (GLU) {
-                T u;
-                E::st(&u, 0, mine_up);
-                const float g = E::ld(&t, 0);
-                E::st(&t, 0, g / (1.f + __expf(-g)) * E::ld(&u, 0));
-            }
-            if (residual) E::st(&t, 0, E::ld(&t, 0) + res);
+            const T t = product_out<E, GLU>(mine, mine_up, residual != nullptr, res);
             y[o] = t;
             if (amax) {
                 const unsigned long long pk = ((unsigned long long)key_of(E::ld(&t, 0)) << 32) | (0xffffffffu - no);
@@ -971,6 +980,220 @@ __device__ void gemv(const typename E::T* x, const typename E::T* W, u32 M, u32 
         gemv_body<E, GLU, DIAG, true>(x, W, M, N, K, mode, nw, eps, residual, y, ks, amax);
     else
         gemv_body<E, GLU, DIAG, false>(x, W, M, N, K, mode, nw, eps, residual, y, ks, amax);
+}
+
+// ---------------------------------------------------------------------------------------
+// The same products for 3 to 32 rows of x, on tensor cores (16-bit types; issue #32): modes
+// 0 and 1, the residual, the argmax and the GLU epilogue of `gemv`, one kernel each (mode 2,
+// SwiGLU before the product, is not taken: the step applies SwiGLU in the gate/up product's
+// epilogue instead).
+//
+// A warp computes a tile: 16 rows of W, or 16 gate rows and their 16 up rows (GLU), against
+// 8 * NT rows of x (NT = 1, 2, 4: up to 8, 16, 32), over a slice of K. The ks warps of a
+// tile are in one block and their sums meet in shared memory in a fixed order: the result
+// does not depend on timing. Per 32 columns a lane loads 16 consecutive bytes of each of its
+// weight rows and feeds them to two m16n8k16 products with the columns permuted; x is read
+// with the same permutation, so each dot product is unchanged: lane (g, t) = (lane / 4,
+// lane % 4) holds columns 8t .. 8t + 7 of the chunk; in product h its fragment columns 2t,
+// 2t + 1 are the words' elements 8t + 4h, +1 and its columns 2t + 8, 2t + 9 are 8t + 4h + 2,
+// +3. Two rounds of weight loads are in flight while the products run (two register
+// buffers, each refilled two rounds ahead).
+//
+// Mode 0 reads x where it is, through L1 (the weights bypass it). Mode 1 (STAGE) copies x and
+// the norm weight to shared memory (x's loads issued first, then the block's first two rounds
+// of weight loads, which stay in flight meanwhile), finds each row's norm there and forms f(x)
+// in place, rounded to the element type as the GEMV's staging rounds it. Staged rows are
+// padded by 64 bytes, so a quarter-warp's 16-byte reads hit distinct banks.
+//
+// Dynamic shared memory: (STAGE) (8 * NT + 1) * (K / 8 + MMV_PAD) * 16 bytes, then warps * TA *
+// 16 * (8 * NT + 1) * 4 bytes (the warps' sums). Blocks of 256 or 512 threads; ks divides the
+// warps. The crate launches NT = 1 (3 to 8 rows: gpu.rs `mmv_launch`); bench/mmv_probe.cu
+// measures NT = 2 and 4 as well.
+#define MMV_WARPS_MAX 16
+#define MMV_MAX_M 32
+#define MMV_PAD 4  // 16-byte words of padding a staged row
+
+static __device__ __forceinline__ uint4 mmv_ldx(const void* p, bool ok) {
+    return ok ? __ldg(reinterpret_cast<const uint4*>(p)) : make_uint4(0, 0, 0, 0);
+}
+template <typename E, u32 NT, bool GLU, bool STAGE>
+__device__ void mmv(const typename E::T* x, const typename E::T* W, u32 M, u32 N, u32 K, u32 mode,
+                    const typename E::T* nw, float eps, const typename E::T* residual, typename E::T* y, u32 ks,
+                    unsigned long long* amax) {
+    typedef typename E::T T;
+    constexpr u32 TA = GLU ? 2 : 1;
+    constexpr u32 CH = 2;  // 32-column chunks a round
+    constexpr u32 PW = 8 * NT + 1;
+    extern __shared__ uint4 mmv_dyn[];  // STAGE: f(x) [8 * NT][K / 8 + MMV_PAD], nw [K / 8 + MMV_PAD]; the sums
+    __shared__ float inv_s[MMV_MAX_M];
+    __shared__ unsigned long long bmax[MMV_MAX_M];
+    const u32 nthreads = blockDim.x, nwarps = nthreads / 32;
+    const u32 tid = threadIdx.x, warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
+    const u32 tiles_blk = nwarps / ks, tile_in = warp / ks, slice = warp % ks;
+    const u32 tiles = (N + 15) / 16, groups = (tiles + tiles_blk - 1) / tiles_blk;
+    const u32 chunks = (K + 31) / 32, per = (chunks + ks - 1) / ks;
+    const u32 c_begin = min(chunks, slice * per), c_end = min(chunks, c_begin + per);
+    const u32 xstride = K / 8 + MMV_PAD;
+    uint4* xs = mmv_dyn;
+    float* part = reinterpret_cast<float*>(mmv_dyn + (STAGE ? (8 * NT + 1) * xstride : 0));
+    auto P = [&](u32 w, u32 row, u32 m) -> float& { return part[(w * TA * 16 + row) * PW + m]; };
+
+    uint4 a0[CH][TA][2], a1[CH][TA][2];
+    auto load_a = [&](uint4 (&a)[CH][TA][2], u32 tile, u32 c0) {
+#pragma unroll
+        for (u32 ch = 0; ch < CH; ++ch) {
+            const u32 c = c0 + ch, k = c * 32 + t * 8;
+            const bool ok = c < c_end && k < K;
+#pragma unroll
+            for (u32 ta = 0; ta < TA; ++ta)
+#pragma unroll
+                for (u32 h = 0; h < 2; ++h) {
+                    const u32 n = tile * 16 + g + 8 * h;
+                    const u64 row = ta ? (u64)N + n : (u64)n;
+                    a[ch][ta][h] = att_ld16(W + row * K + k, ok && n < N);
+                }
+        }
+    };
+    auto product = [&](const uint4 (&a)[CH][TA][2], u32 c0, float (&acc)[TA][NT][4]) {
+#pragma unroll
+        for (u32 ch = 0; ch < CH; ++ch) {
+            const u32 c = c0 + ch, k = c * 32 + t * 8;
+            const bool ok = c < c_end && k < K;
+            uint4 b[NT];
+#pragma unroll
+            for (u32 j = 0; j < NT; ++j) {
+                const u32 m = g + 8 * j;
+                if (STAGE) b[j] = ok ? xs[m * xstride + k / 8] : make_uint4(0, 0, 0, 0);
+                else b[j] = mmv_ldx(x + (u64)m * K + k, ok && m < M);
+            }
+#pragma unroll
+            for (u32 h = 0; h < 2; ++h)
+#pragma unroll
+                for (u32 ta = 0; ta < TA; ++ta) {
+                    const u32 af[4] = {att_word(a[ch][ta][0], 2 * h), att_word(a[ch][ta][1], 2 * h),
+                                       att_word(a[ch][ta][0], 2 * h + 1), att_word(a[ch][ta][1], 2 * h + 1)};
+#pragma unroll
+                    for (u32 j = 0; j < NT; ++j)
+                        AttMma<E>::run(acc[ta][j], af, att_word(b[j], 2 * h), att_word(b[j], 2 * h + 1));
+                }
+        }
+    };
+    // The first two rounds of weights, in flight while f(x) is formed (STAGE: issued after
+    // the first round of x's loads, so these are not queued behind them).
+    const bool pre = blockIdx.x < groups && blockIdx.x * tiles_blk + tile_in < tiles;
+    auto preload = [&]() {
+        if (pre) {
+            load_a(a0, blockIdx.x * tiles_blk + tile_in, c_begin);
+            load_a(a1, blockIdx.x * tiles_blk + tile_in, c_begin + CH);
+        }
+    };
+    if (amax && tid < MMV_MAX_M) bmax[tid] = 0;
+    if (!STAGE) preload();
+    if (STAGE) {
+        // x as it is and the norm weight (row 8 * NT), 8 loads a thread in flight; rows of x
+        // past M zero.
+        const u32 words = K / 8, total = (8 * NT + 1) * words;
+        for (u32 base = tid; base < total; base += 8 * nthreads) {
+            uint4 v[8];
+#pragma unroll
+            for (u32 j = 0; j < 8; ++j) {
+                const u32 i = base + j * nthreads, m = i / words, q = i % words;
+                const bool w = m == 8 * NT;
+                v[j] = mmv_ldx(w ? nw + q * 8 : x + (u64)m * K + q * 8, i < total && (w || m < M));
+            }
+            if (base == tid) preload();
+#pragma unroll
+            for (u32 j = 0; j < 8; ++j) {
+                const u32 i = base + j * nthreads;
+                if (i < total) xs[(i / words) * xstride + i % words] = v[j];
+            }
+        }
+        if (tid >= total) preload();  // threads that had no word to load
+        __syncthreads();
+        for (u32 m = warp; m < M; m += nwarps) {
+            float ss = 0.f;
+            for (u32 q = lane; q < words; q += 32) {
+                float v[8];
+                Pack<E>::unpack(xs[m * xstride + q], v);
+#pragma unroll
+                for (u32 j = 0; j < 8; ++j) ss += v[j] * v[j];
+            }
+            ss = warp_sum(ss);
+            if (lane == 0) inv_s[m] = rsqrtf(ss / K + eps);
+        }
+        __syncthreads();
+        for (u32 i = tid; i < M * words; i += nthreads) {
+            const u32 m = i / words, q = i % words;
+            float v[8], gv[8];
+            Pack<E>::unpack(xs[m * xstride + q], v);
+            Pack<E>::unpack(xs[8 * NT * xstride + q], gv);
+            const float inv = inv_s[m];
+#pragma unroll
+            for (u32 j = 0; j < 8; ++j) v[j] = v[j] * inv * gv[j];
+            xs[m * xstride + q] = pack16<E>(v);
+        }
+    }
+    __syncthreads();
+
+    bool first = true;
+    for (u32 grp = blockIdx.x; grp < groups; grp += gridDim.x) {
+        const u32 tile = grp * tiles_blk + tile_in;
+        float acc[TA][NT][4];
+#pragma unroll
+        for (u32 j = 0; j < NT; ++j) {
+#pragma unroll
+            for (u32 ta = 0; ta < TA; ++ta)
+#pragma unroll
+                for (u32 i = 0; i < 4; ++i) acc[ta][j][i] = 0.f;
+        }
+        if (tile < tiles) {
+            if (!first) {
+                load_a(a0, tile, c_begin);
+                load_a(a1, tile, c_begin + CH);
+            }
+            for (u32 c0 = c_begin; c0 < c_end; c0 += 2 * CH) {
+                product(a0, c0, acc);
+                load_a(a0, tile, c0 + 2 * CH);
+                if (c0 + CH >= c_end) break;
+                product(a1, c0 + CH, acc);
+                load_a(a1, tile, c0 + 3 * CH);
+            }
+        }
+        first = false;
+        // The warp's sums to shared memory.
+#pragma unroll
+        for (u32 ta = 0; ta < TA; ++ta)
+#pragma unroll
+            for (u32 j = 0; j < NT; ++j) {
+                P(warp, ta * 16 + g, 8 * j + 2 * t) = acc[ta][j][0];
+                P(warp, ta * 16 + g, 8 * j + 2 * t + 1) = acc[ta][j][1];
+                P(warp, ta * 16 + g + 8, 8 * j + 2 * t) = acc[ta][j][2];
+                P(warp, ta * 16 + g + 8, 8 * j + 2 * t + 1) = acc[ta][j][3];
+            }
+        __syncthreads();
+        // The group's outputs, consecutive threads on consecutive columns of y.
+        const u32 FB = tiles_blk * 16;
+        for (u32 i = tid; i < FB * M; i += nthreads) {
+            const u32 m = i / FB, f = i % FB, ti = f / 16, r = f % 16;
+            const u32 n = (grp * tiles_blk + ti) * 16 + r;
+            if (n >= N) continue;
+            float s = 0.f, su = 0.f;
+            for (u32 sl = 0; sl < ks; ++sl) {
+                const u32 w = ti * ks + sl;
+                s += P(w, r, m);
+                if (GLU) su += P(w, 16 + r, m);
+            }
+            const u64 o = (u64)m * N + n;
+            const T v = product_out<E, GLU>(s, su, residual != nullptr, residual ? E::ld(residual, o) : 0.f);
+            y[o] = v;
+            if (amax) {
+                const unsigned long long pk = ((unsigned long long)key_of(E::ld(&v, 0)) << 32) | (0xffffffffu - n);
+                if (pk > bmax[m]) atomicMax(&bmax[m], pk);
+            }
+        }
+        __syncthreads();
+    }
+    if (amax && tid < M && bmax[tid]) atomicMax(amax + tid, bmax[tid]);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -1959,6 +2182,30 @@ __device__ void sample_pick(const typename E::T* logits, u32 V, u32 parts, u32 c
 INSTANTIATE_GEMV(F32, f32)
 INSTANTIATE_GEMV(F16, f16)
 INSTANTIATE_GEMV(BF16, bf16)
+// mmv1[_glu][_st]_{SUF}: 3 to 8 rows of x; the GLU epilogue; mode 1 (f(x) staged) or mode 0.
+#define INSTANTIATE_MMV(E, SUF)                                                                             \
+    extern "C" __global__ void __launch_bounds__(MMV_WARPS_MAX * 32, 1) mmv1_##SUF(                          \
+        const E::T* x, const E::T* W, u32 M, u32 N, u32 K, u32 mode, const E::T* nw, float eps,             \
+        const E::T* residual, E::T* y, u32 ks, unsigned long long* amax) {                                  \
+        mmv<E, 1, false, false>(x, W, M, N, K, mode, nw, eps, residual, y, ks, amax);                        \
+    }                                                                                                       \
+    extern "C" __global__ void __launch_bounds__(MMV_WARPS_MAX * 32, 1) mmv1_st_##SUF(                       \
+        const E::T* x, const E::T* W, u32 M, u32 N, u32 K, u32 mode, const E::T* nw, float eps,             \
+        const E::T* residual, E::T* y, u32 ks, unsigned long long* amax) {                                  \
+        mmv<E, 1, false, true>(x, W, M, N, K, mode, nw, eps, residual, y, ks, amax);                         \
+    }                                                                                                       \
+    extern "C" __global__ void __launch_bounds__(MMV_WARPS_MAX * 32, 1) mmv1_glu_##SUF(                      \
+        const E::T* x, const E::T* W, u32 M, u32 N, u32 K, u32 mode, const E::T* nw, float eps, E::T* y,    \
+        u32 ks) {                                                                                           \
+        mmv<E, 1, true, false>(x, W, M, N, K, mode, nw, eps, nullptr, y, ks, nullptr);                       \
+    }                                                                                                       \
+    extern "C" __global__ void __launch_bounds__(MMV_WARPS_MAX * 32, 1) mmv1_glu_st_##SUF(                   \
+        const E::T* x, const E::T* W, u32 M, u32 N, u32 K, u32 mode, const E::T* nw, float eps, E::T* y,    \
+        u32 ks) {                                                                                           \
+        mmv<E, 1, true, true>(x, W, M, N, K, mode, nw, eps, nullptr, y, ks, nullptr);                        \
+    }
+INSTANTIATE_MMV(F16, f16)
+INSTANTIATE_MMV(BF16, bf16)
 INSTANTIATE(F32, f32)
 INSTANTIATE(F16, f16)
 INSTANTIATE(BF16, bf16)

@@ -60,6 +60,13 @@ pub(crate) fn launch(
     args: &[Arg],
 ) -> candle_core::Result<()> {
     let func = dev.get_or_load_custom_func(function, module, ptx)?;
+    // Past 48 KB a block's dynamic shared memory must be allowed first (a function attribute,
+    // not a stream operation: legal while the stream captures).
+    if cfg.shared_mem_bytes > 48 * 1024 {
+        use cudarc::driver::sys::CUfunction_attribute_enum as A;
+        func.set_attribute(A::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, cfg.shared_mem_bytes as i32)
+            .map_err(|e| candle_core::Error::Cuda(Box::new(e)))?;
+    }
     let mut b = func.builder();
     for a in args {
         match a {

@@ -628,14 +628,16 @@ fn kv_cache_write_touches_only_the_new_slot_gpu() {
 }
 
 /// The fused projection against candle's ops: each prologue, with and without the residual,
-/// at 1 and 2 rows (the kernel) and 3 and 9 (the fallback), in each dtype.
+/// at 1 and 2 rows (the matrix-vector kernel), 3, 5 and 8 (the tensor-core kernel for f16 and
+/// bf16 without a SwiGLU prologue; the fallback otherwise) and 9 (the fallback), in each
+/// dtype.
 fn matvec(dev: &Device) {
     use capture_candle::decode::Prologue;
     // Shapes that take 1, 2 and 4 warps per row pair on CUDA.
     for (n, k, dtype) in DTYPES.iter().map(|&d| (72, 256, d)).chain([(40, 2048, DType::BF16), (24, 4096, DType::F16)]) {
         let w = rand(&[n, k], dtype, dev, 30);
         let nw = rand(&[k], dtype, dev, 31).affine(0.1, 1.0).unwrap();
-        for m in [1usize, 2, 3, 9] {
+        for m in [1usize, 2, 3, 5, 8, 9] {
             let x = rand(&[m, k], dtype, dev, 32);
             let x2 = rand(&[m, 2 * k], dtype, dev, 33);
             let r = rand(&[m, n], dtype, dev, 34);
@@ -679,8 +681,9 @@ fn matvec(dev: &Device) {
 }
 
 /// The gate/up projection with SwiGLU fused in against candle's ops (the product, then
-/// silu(gate) * up), with and without the RMSNorm before it, at 1 and 2 rows (the kernel)
-/// and 3 (the fallback), in each dtype; a weight with an odd number of rows is refused.
+/// silu(gate) * up), with and without the RMSNorm before it, at 1 and 2 rows (the
+/// matrix-vector kernel), 3 and 8 (the tensor-core kernel for f16 and bf16) and 9 (the
+/// fallback), in each dtype; a weight with an odd number of rows is refused.
 fn matvec_swiglu(dev: &Device) {
     use capture_candle::decode::Prologue;
     // (inter, k): one warp a gate/up pair, two, and four (short rows share warps on CUDA).
@@ -694,7 +697,7 @@ fn matvec_swiglu(dev: &Device) {
         let w = Tensor::cat(&[&gate, &up], 0).unwrap();
         let nw = rand(&[k], dtype, dev, 42).affine(0.1, 1.0).unwrap();
         let cpu = |t: &Tensor| t.to_device(&Device::Cpu).unwrap().to_dtype(DType::F32).unwrap();
-        for m in [1usize, 2, 3] {
+        for m in [1usize, 2, 3, 8, 9] {
             let x = rand(&[m, k], dtype, dev, 43);
             let cases: [(Prologue<'_>, Tensor); 2] = [
                 (Prologue::None, cpu(&x)),

@@ -104,12 +104,19 @@ pub(crate) const COUNTER_TOKENS: usize = 256;
 /// block holds a weight per chunk and head in shared memory).
 const ATT_MAX_SPLITS: usize = 64;
 /// Blocks the grid aims at for a prefix as long as the cache: an H100's 132 multiprocessors
-/// hold 4 attention blocks each (528), so about 4 waves, short chunks where there are few
+/// hold 4 attention blocks each (528), so about 2 waves, short chunks where there are few
 /// rows and heads and long ones (fewer partials to combine) where there are many.
-const ATT_BLOCKS: usize = 2048;
+///
+/// Measured on an H100 (bench/attention_probe.cu's sweep, docs/gpu-runs/2026-11-25-issue32/
+/// run8-probe-first.txt), with a 256-key shortest chunk: against 2,048 blocks, 1,056 saves
+/// 3.1 µs a layer at batch 8, position 8,000 and 1.4 at batch 32, position 2,000, and costs
+/// 1.9 at batch 32, position 8,000.
+const ATT_BLOCKS: usize = 1056;
 /// The shortest chunk, in keys (the kernel rounds chunks up to a multiple of 64: 16 keys for
-/// each of its 4 warps).
-const ATT_MIN_CHUNK: usize = 128;
+/// each of its 4 warps). Against 128 keys (same sweep), 256 saves 4.0 µs a layer at batch 1,
+/// position 8,000 and 3.1 at batch 8, position 2,000, and is level elsewhere: a chunk's fixed
+/// cost (its partial sums and their combination) over fewer, longer chunks.
+const ATT_MIN_CHUNK: usize = 256;
 
 /// The attention kernel for `g` query heads per key head of `dim` elements over a cache of
 /// `max_seq`: its width (the entry point `attention_d{64,128,256}`), the head groups (blocks
@@ -273,10 +280,47 @@ pub(crate) fn gemv_launch(n: usize, k: usize, elem: usize, glu: bool) -> (u32, u
     (threads as u32, ks as u32, grid as u32)
 }
 
-/// `y = f(x) . w^T (+ residual)` in one kernel (see `gemv` in decode.cu); `mode` 0 plain, 1
-/// RMSNorm with `nw`, 2 SwiGLU. With `glu`, `w` is a fused gate/up weight `[2n, k]` and
-/// `y = silu(gate) * up` (`gemv_glu`: no residual, no amax). The caller checks M <= 2,
-/// K % 8 == 0, the alignment and the shared memory.
+/// Rows of `x` the tensor-core kernel takes (`mmv1_*`: 8 * NT with NT = 1).
+pub(crate) const MMV_MAX_M: usize = 8;
+/// Dynamic shared memory the tensor-core kernel may ask for (what every GPU from compute 8.0
+/// gives a block: 99 KB on compute 8.6 and 8.9).
+pub(crate) const MMV_MAX_SMEM: usize = 96 * 1024;
+/// 16-byte words of padding a staged row (`MMV_PAD`).
+const MMV_PAD: usize = 4;
+
+/// The tensor-core kernel's launch for `n` outputs over `k` inputs (`glu`: gate/up pairs;
+/// `staged`: f(x) formed in shared memory, mode 1): threads a block, the warps that share a
+/// tile (`ks`), the grid, and the dynamic shared memory.
+///
+/// - 512 threads a block where the 16-row tiles are fewer than the multiprocessors, else 256.
+/// - `ks`: the block's warps, halved while a slice would have fewer than 2 rounds of loads (4
+///   chunks of 32 columns) or the warps would pass 128 a multiprocessor.
+/// - The grid: every group of tiles its own block, up to 2 blocks a multiprocessor (1 of 512
+///   threads); past that the blocks stride.
+/// - Shared memory: the staged f(x) and norm weight (9 rows of `k / 8 + MMV_PAD` 16-byte
+///   words), then the warps' sums (`16 * 9` f32 a warp, twice for GLU).
+///
+/// Measured on an H100 against other block sizes, `ks` and grids (bench/mmv_probe.cu).
+pub(crate) fn mmv_launch(n: usize, k: usize, glu: bool, staged: bool) -> (u32, u32, u32, usize) {
+    let tiles = n.div_ceil(16);
+    let chunks = k.div_ceil(32);
+    let threads = if tiles < GEMV_SMS { 512 } else { 256 };
+    let warps = threads / 32;
+    let mut ks = warps;
+    while ks > 1 && (chunks < 4 * ks || tiles * ks > GEMV_SMS * 128) {
+        ks /= 2;
+    }
+    let groups = tiles.div_ceil(warps / ks);
+    let grid = groups.clamp(1, GEMV_SMS * if threads == 512 { 1 } else { 2 });
+    let stage = if staged { 9 * (k / 8 + MMV_PAD) * 16 } else { 0 };
+    let sums = warps * if glu { 2 } else { 1 } * 16 * 9 * 4;
+    (threads as u32, ks as u32, grid as u32, stage + sums)
+}
+
+/// `y = f(x) . w^T (+ residual)` in one kernel; `mode` 0 plain, 1 RMSNorm with `nw`, 2
+/// SwiGLU. With `glu`, `w` is a fused gate/up weight `[2n, k]` and `y = silu(gate) * up` (no
+/// residual, no amax). Up to 2 rows: `gemv` in decode.cu; 3 to 8 rows (f16, bf16, modes 0
+/// and 1): `mmv`. The caller checks the rows, K % 8 == 0, the alignment and the shared memory.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn gemv(
     x: &Tensor,
@@ -297,13 +341,27 @@ pub(crate) fn gemv(
         candle_core::bail!("gemv: the gate/up kernel takes no residual and no argmax");
     }
     // Every element of y is written: the warps stride over all rows of W, and each row's
-    // output is written for all M rows of x.
+    // output is written for all M rows of x (both kernels).
     let y = raw::uninit((m, n), x.dtype(), x.device())?;
-    let (threads, ks, grid) = gemv_launch(n, k, x.dtype().size_in_bytes(), glu);
-    let cfg = LaunchConfig {
-        grid_dim: (grid, 1, 1),
-        block_dim: (threads, 1, 1),
-        shared_mem_bytes: (m * k * x.dtype().size_in_bytes()) as u32,
+    let tc = m > GEMV_MAX_M;
+    let (cfg, ks, name) = if tc {
+        let (threads, ks, grid, smem) = mmv_launch(n, k, glu, mode == 1);
+        let cfg = LaunchConfig { grid_dim: (grid, 1, 1), block_dim: (threads, 1, 1), shared_mem_bytes: smem as u32 };
+        let name = match (glu, mode == 1) {
+            (false, false) => "mmv1",
+            (false, true) => "mmv1_st",
+            (true, false) => "mmv1_glu",
+            (true, true) => "mmv1_glu_st",
+        };
+        (cfg, ks, name)
+    } else {
+        let (threads, ks, grid) = gemv_launch(n, k, x.dtype().size_in_bytes(), glu);
+        let cfg = LaunchConfig {
+            grid_dim: (grid, 1, 1),
+            block_dim: (threads, 1, 1),
+            shared_mem_bytes: (m * k * x.dtype().size_in_bytes()) as u32,
+        };
+        (cfg, ks, if glu { "gemv_glu" } else { "gemv" })
     };
     let head = [
         addr(Some(x))?,
@@ -317,11 +375,11 @@ pub(crate) fn gemv(
     ];
     if glu {
         let args: Vec<Arg> = head.into_iter().chain([addr(Some(&y))?, Arg::U32(ks)]).collect();
-        go(&dev, "gemv_glu", x.dtype(), cfg, &args)?;
+        go(&dev, name, x.dtype(), cfg, &args)?;
     } else {
         let tail = [addr(residual)?, addr(Some(&y))?, Arg::U32(ks), addr(amax)?];
         let args: Vec<Arg> = head.into_iter().chain(tail).collect();
-        go(&dev, "gemv", x.dtype(), cfg, &args)?;
+        go(&dev, name, x.dtype(), cfg, &args)?;
     }
     Ok(y)
 }

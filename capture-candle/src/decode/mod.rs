@@ -31,10 +31,11 @@ mod rope;
 mod sampling;
 
 pub use cache::KvCache;
-/// Rows up to which [`matvec`] runs as one fused matrix-vector kernel on CUDA.
+/// Rows up to which [`matvec`] runs as one fused kernel on CUDA in every dtype and with every
+/// [`Prologue`] (the matrix-vector kernel); [`matvec_rows`] says how many for a dtype.
 pub const MATVEC_ROWS: usize = gpu::GEMV_MAX_M;
 
-pub use ops::{add_rms_norm, attention, matvec, matvec_swiglu, qkv_rope_write, rope, silu_mul, Prologue};
+pub use ops::{add_rms_norm, attention, matvec, matvec_rows, matvec_swiglu, qkv_rope_write, rope, silu_mul, Prologue};
 pub use rope::{Llama3Scaling, RopeLayout, RopeTable};
 pub use sampling::{Sampler, SamplingParams};
 

@@ -355,10 +355,12 @@ pub enum Prologue<'a> {
 /// transform `f` ([`Prologue`]) and the residual add fused into one kernel.
 ///
 /// `x` is `[rows, K]` (`[rows, 2K]` for [`Prologue::SwiGlu`]), `w` is `[N, K]` (a
-/// `Linear`'s weight), `residual` is `[rows, N]`. On CUDA with at most 2 rows (decode of one
-/// or two sequences) it is one matrix-vector kernel that streams `w` once with 16-byte
-/// loads; otherwise (prefill, larger batches, the CPU) it is the same computation with this
-/// crate's transform kernels, a cuBLAS product and an add. The transform's output is rounded to the element type either way.
+/// `Linear`'s weight), `residual` is `[rows, N]`. On CUDA it is one kernel that streams `w`
+/// once with 16-byte loads for up to [`matvec_rows`](super::matvec_rows) rows (decode of a
+/// batch): a matrix-vector kernel for 1 or 2 rows, a tensor-core kernel for 3 to 8 rows of
+/// f16 or bf16 with no prologue or an RMSNorm one. Otherwise (prefill, larger batches, the
+/// CPU) it is the same computation with this crate's transform kernels, a cuBLAS product and
+/// an add. The transform's output is rounded to the element type either way.
 ///
 /// # Errors
 /// [`Error::BadOperands`] for shapes or dtypes that do not fit.
@@ -367,12 +369,23 @@ pub fn matvec(x: &Tensor, w: &Tensor, prologue: Prologue<'_>, residual: Option<&
 }
 
 /// What the checks of a projection decided: its sizes, and the fused kernel's mode, norm
-/// weight and epsilon when the kernel takes it (else the fallback runs).
+/// weight and epsilon when a kernel takes it (else the fallback runs).
 struct Plan<'a> {
     m: usize,
     n: usize,
     k: usize,
     kernel: Option<(u32, Option<&'a Tensor>, f32)>,
+}
+
+/// Rows of `x` that [`matvec`] and [`matvec_swiglu`] run as one fused kernel on CUDA for
+/// `dtype` (with no prologue or an RMSNorm one; [`Prologue::SwiGlu`] takes
+/// [`MATVEC_ROWS`](super::MATVEC_ROWS)): 8 for f16 and bf16 (the tensor-core kernel from 3
+/// rows), 2 otherwise.
+pub fn matvec_rows(dtype: DType) -> usize {
+    match dtype {
+        DType::F16 | DType::BF16 => gpu::MMV_MAX_M,
+        _ => gpu::GEMV_MAX_M,
+    }
 }
 
 /// The checks [`matvec`] and [`matvec_swiglu`] share: `x` against the weight `w` `[N, K]`, the
@@ -413,7 +426,16 @@ fn plan<'a>(
     }
     fits_u32(op, "N", n)?;
     fits_u32(op, "K", k)?;
-    let fits = m <= gpu::GEMV_MAX_M && k % 8 == 0 && m * k * x.dtype().size_in_bytes() <= 48 * 1024;
+    // The matrix-vector kernel stages f(x) in shared memory (48 KB at most); the tensor-core
+    // kernel stages it for an RMSNorm (gpu::mmv_launch says how much) and reads x in place
+    // otherwise, and takes no SwiGLU prologue.
+    let gemv = m <= gpu::GEMV_MAX_M && k % 8 == 0 && m * k * x.dtype().size_in_bytes() <= 48 * 1024;
+    let mmv = (gpu::GEMV_MAX_M + 1..=gpu::MMV_MAX_M).contains(&m)
+        && matches!(x.dtype(), DType::F16 | DType::BF16)
+        && k % 8 == 0
+        && !matches!(prologue, Prologue::SwiGlu)
+        && gpu::mmv_launch(n, k, false, matches!(prologue, Prologue::RmsNorm(..))).3 <= gpu::MMV_MAX_SMEM;
+    let fits = gemv || mmv;
     // The kernel reads x, w and the norm weight 16 bytes at a time: views that start off a
     // 16-byte boundary take the fallback path (a misaligned load would fault on the device).
     let cuda = matches!(on(op, x)?, On::Cuda);
@@ -445,8 +467,8 @@ fn prologue_apart(x: &Tensor, prologue: Prologue<'_>) -> Result<Tensor> {
 /// `w` is the fused gate/up weight `[2 * inter, K]`: the `inter` gate rows, then the `inter`
 /// up rows (`Tensor::cat(&[gate, up], 0)`), the layout [`silu_mul`] takes the product of.
 /// `x` and `prologue` are as in [`matvec`]. On CUDA with at most
-/// [`MATVEC_ROWS`](super::MATVEC_ROWS) rows it is one kernel: each warp streams a gate row
-/// and its up row, and the SwiGLU is applied as the two sums are written, so the down
+/// [`matvec_rows`](super::matvec_rows) rows it is one kernel: each warp streams gate rows
+/// and their up rows, and the SwiGLU is applied as the two sums are written, so the down
 /// projection after it reads `inter` values and needs no prologue. Otherwise it is
 /// [`matvec`] followed by [`silu_mul`]. Either way the gate and up sums are rounded to the
 /// element type before the SwiGLU, as the two ops apart round them.
@@ -464,7 +486,9 @@ pub fn matvec_swiglu(x: &Tensor, w: &Tensor, prologue: Prologue<'_>) -> Result<T
         ));
     }
     if let Some((mode, nw, eps)) = p.kernel {
-        return Ok(gpu::gemv(x, w, (p.m, p.n / 2, p.k), mode, nw, eps, None, None, true)?);
+        if p.m <= gpu::GEMV_MAX_M || gpu::mmv_launch(p.n / 2, p.k, true, mode == 1).3 <= gpu::MMV_MAX_SMEM {
+            return Ok(gpu::gemv(x, w, (p.m, p.n / 2, p.k), mode, nw, eps, None, None, true)?);
+        }
     }
     let y = prologue_apart(x, prologue)?.matmul(&w.t()?)?;
     silu_mul(&y)

@@ -73,6 +73,17 @@ struct Layer {
     down: Tensor,
 }
 
+/// Which kernels a step runs (`Model::forward_with`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Route {
+    /// The fused kernels; cuBLAS products past `decode::matvec_rows` rows.
+    Fused,
+    /// The fused kernels with cuBLAS products at every batch (the baseline of 3 to 8 rows).
+    CublasProducts,
+    /// candle's ops.
+    Unfused,
+}
+
 /// A Llama or Qwen2 decoder whose step reads every position from device memory.
 #[derive(Debug, crate::Resources)]
 pub struct Model {
@@ -260,7 +271,19 @@ impl Model {
     /// # Errors
     /// As [`step`](Self::step).
     pub fn step_unfused(&self, state: &DecodeState) -> Result<()> {
-        self.forward_with(state.tokens(), state, 1, true, false)
+        self.forward_with(state.tokens(), state, 1, true, Route::Unfused)
+    }
+
+    /// The fused step as it ran from 3 rows on before the tensor-core products: cuBLAS
+    /// products, with the residual add fused into the next RMSNorm and SwiGLU in one kernel
+    /// (ten kernels a layer), at every batch. The benchmark's baseline for batches of 3 to 8
+    /// rows; same results up to rounding.
+    ///
+    /// # Errors
+    /// As [`step`](Self::step).
+    #[doc(hidden)]
+    pub fn step_cublas(&self, state: &DecodeState) -> Result<()> {
+        self.forward_with(state.tokens(), state, 1, true, Route::CublasProducts)
     }
 
     /// Runs one class of the decode step's operations alone, on scratch inputs of the step's
@@ -346,7 +369,7 @@ impl Model {
         tokens_per_row: usize,
         sample: bool,
     ) -> Result<()> {
-        self.forward_with(tokens, state, tokens_per_row, sample, true)
+        self.forward_with(tokens, state, tokens_per_row, sample, Route::Fused)
     }
 
     fn forward_with(
@@ -355,8 +378,9 @@ impl Model {
         state: &DecodeState,
         tokens_per_row: usize,
         sample: bool,
-        fused: bool,
+        route: Route,
     ) -> Result<()> {
+        let fused = route != Route::Unfused;
         let b = state.batch();
         let cfg = &self.cfg;
         let n = b * tokens_per_row;
@@ -391,7 +415,8 @@ impl Model {
         };
         // Whether the LM head computed each row's argmax (the fused kernel path).
         let mut amax = false;
-        let logits = if fused && n > decode::MATVEC_ROWS {
+        let kernel_rows = decode::matvec_rows(self.dtype);
+        let logits = if route == Route::CublasProducts || (fused && n > kernel_rows) {
             // Larger batches and prefill: cuBLAS products, with the residual add fused into
             // the next RMSNorm and SwiGLU in one kernel: ten kernels a layer.
             let (mut res, mut h) = decode::add_rms_norm(&x, None, &self.layers[0].input_norm, eps)?;
@@ -409,8 +434,9 @@ impl Model {
             }
             last_rows(h)?.matmul(&self.lm_head.t()?)?
         } else if fused {
-            // One or two rows (decode): six kernels a layer: norm + QKV, RoPE + cache write,
-            // attention, output projection + residual, norm + gate/up + SwiGLU, down + residual.
+            // Up to `matvec_rows` rows (decode): six kernels a layer: norm + QKV, RoPE + cache
+            // write, attention, output projection + residual, norm + gate/up + SwiGLU, down +
+            // residual (matrix-vector kernels for 1 or 2 rows, tensor-core ones for 3 to 8).
             let mut res = x;
             for (i, l) in self.layers.iter().enumerate() {
                 let qkv = decode::matvec(&res, &l.qkv, Prologue::RmsNorm(&l.input_norm, eps), None)?;

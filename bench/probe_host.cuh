@@ -1,0 +1,166 @@
+// bench/probe_host.cuh: what the GEMV and multi-row product probes (gemv_probe.cu,
+// mmv_probe.cu) share on the host: error checks, fills, 16-bit conversions, graph timing and
+// the comparison against a reference. Included after capture-candle/kernels/decode.cu (its
+// u16/u32/u64, BF16, F16 and mix64).
+#pragma once
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <cmath>
+#include <vector>
+#include <algorithm>
+#include <functional>
+#include <cuda_runtime.h>
+#include <cublas_v2.h>
+
+#define CK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { printf("CUDA %s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e_)); exit(1); } } while (0)
+#define CB(x) do { cublasStatus_t s_ = (x); if (s_ != CUBLAS_STATUS_SUCCESS) { printf("cuBLAS %s:%d %d\n", __FILE__, __LINE__, (int)s_); exit(1); } } while (0)
+typedef unsigned long long ull;
+__global__ void fill_bf16(u16* p, u64 n, u64 seed, float lo, float hi) {
+    for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x) {
+        const u64 h = mix64(seed ^ mix64(i + 0x9e3779b97f4a7c15ull));
+        const float u = (float)(h >> 40) * (1.f / 16777216.f);
+        BF16::st(p, i, lo + (hi - lo) * u);
+    }
+}
+__global__ void bf16_to_f16(const u16* a, u16* b, u64 n) {
+    for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x) F16::st(b, i, BF16::ld(a, i));
+}
+static int g_sms = 132;
+static cudaStream_t g_s;
+static float bf2f(u16 h) { u32 u = (u32)h << 16; float f; memcpy(&f, &u, 4); return f; }
+static u16 f2bf(float v) {
+    u32 x; memcpy(&x, &v, 4);
+    if ((x & 0x7fffffffu) > 0x7f800000u) return 0x7fc0;
+    x += 0x7fffu + ((x >> 16) & 1u);
+    return (u16)(x >> 16);
+}
+static float h2f(u16 h) {  // IEEE half to float
+    const u32 s = (h >> 15) & 1, e = (h >> 10) & 31, m = h & 1023;
+    float v;
+    if (e == 0) v = ldexpf((float)m, -24);
+    else if (e == 31) v = m ? NAN : INFINITY;
+    else v = ldexpf((float)(m | 1024), (int)e - 25);
+    return s ? -v : v;
+}
+// Device 0's name, multiprocessors (into g_sms), L2 and bus, printed; g_s created.
+static void probe_device() {
+    cudaDeviceProp prop;
+    CK(cudaGetDeviceProperties(&prop, 0));
+    g_sms = prop.multiProcessorCount;
+    printf("device %s, %d SMs, L2 %d MB, bus %d bits\n", prop.name, g_sms, prop.l2CacheSize >> 20, prop.memoryBusWidth);
+    CK(cudaStreamCreateWithFlags(&g_s, cudaStreamNonBlocking));
+}
+
+// Rounds to the nearest f16 value (ties to even; no overflow at these magnitudes).
+static float f16_round(float v) {
+    if (v == 0 || !std::isfinite(v)) return v;
+    int e;
+    frexpf(v, &e);
+    const int bits = e < -13 ? 11 - (-13 - e) : 11;
+    const float scale = ldexpf(1.f, bits - e);
+    return nearbyintf(v * scale) / scale;
+}
+struct Timing { double med, lo, hi; };
+// Captures `nodes` launches (launch(i) enqueues node i on g_s), replays 3 + 7 x 30 times;
+// microseconds per node.
+static Timing time_graph(int nodes, const std::function<void(int)>& launch) {
+    cudaGraph_t g; cudaGraphExec_t ex;
+    CK(cudaStreamBeginCapture(g_s, cudaStreamCaptureModeGlobal));
+    for (int i = 0; i < nodes; ++i) launch(i);
+    CK(cudaStreamEndCapture(g_s, &g));
+    CK(cudaGraphInstantiate(&ex, g, 0));
+    cudaEvent_t a, b;
+    CK(cudaEventCreate(&a)); CK(cudaEventCreate(&b));
+    for (int i = 0; i < 3; ++i) CK(cudaGraphLaunch(ex, g_s));
+    std::vector<double> t;
+    const int per = 30;
+    for (int r = 0; r < 7; ++r) {
+        CK(cudaEventRecord(a, g_s));
+        for (int i = 0; i < per; ++i) CK(cudaGraphLaunch(ex, g_s));
+        CK(cudaEventRecord(b, g_s));
+        CK(cudaEventSynchronize(b));
+        float ms; CK(cudaEventElapsedTime(&ms, a, b));
+        t.push_back(ms * 1e3 / per / nodes);
+    }
+    CK(cudaGetLastError());
+    std::sort(t.begin(), t.end());
+    CK(cudaEventDestroy(a)); CK(cudaEventDestroy(b));
+    CK(cudaGraphExecDestroy(ex)); CK(cudaGraphDestroy(g));
+    return {t[3], t[0], t[6]};
+}
+// |y - ref| <= tol * (|ref| + 1): the output's rounding (twice with a residual), the
+// staged input's rounding, the f32 sum's order; NaN or a poisoned (unwritten) element never passes.
+struct Err { double max_abs = 0, max_rel = 0; u64 bad = 0, unwritten = 0; };
+static Err check(const std::vector<float>& y, const std::vector<double>& r, double tol) {
+    Err e;
+    for (size_t i = 0; i < y.size(); ++i) {
+        if (std::isnan(y[i])) { e.unwritten++; e.bad++; continue; }
+        const double d = fabs(y[i] - r[i]);
+        if (!(d <= tol * (fabs(r[i]) + 1))) e.bad++;
+        e.max_abs = std::max(e.max_abs, d);
+        e.max_rel = std::max(e.max_rel, d / std::max(fabs(r[i]), 1e-2));
+    }
+    return e;
+}
+template <typename T> static std::vector<T> d2h(const T* p, size_t n) {
+    std::vector<T> h(n);
+    CK(cudaStreamSynchronize(g_s));
+    CK(cudaMemcpy(h.data(), p, n * sizeof(T), cudaMemcpyDeviceToHost));
+    return h;
+}
+static void fill(u16* p, u64 n, u64 seed, float lo, float hi) {
+    fill_bf16<<<1024, 256, 0, g_s>>>(p, n, seed, lo, hi);
+    CK(cudaGetLastError());
+}
+static u32 first_max(const std::vector<float>& y, u32 m, u32 N) {
+    u32 bi = 0;
+    for (u32 n = 1; n < N; ++n)
+        if (y[(size_t)m * N + n] > y[(size_t)m * N + bi]) bi = n;
+    return bi;
+}
+
+// The reference in double, from the inputs as floats, for a shape `sh` (N outputs over K;
+// mode 0 plain, 1 RMSNorm with eps 1e-5, 2 SwiGLU; glu: gate rows then up rows; residual):
+// `rt` rounds f(x), and GLU's gate and up sums, to the element type as the kernels do.
+template <typename S>
+static std::vector<double> cpu_ref(const S& sh, u32 M, const std::vector<float>& W, const std::vector<float>& x,
+                                   const std::vector<float>& nw, const std::vector<float>& res,
+                                   const std::function<float(float)>& rt) {
+    const u32 N = sh.N, K = sh.K;
+    std::vector<float> f((size_t)M * K);
+    for (u32 m = 0; m < M; ++m) {
+        if (sh.mode == 1) {
+            double ss = 0;
+            for (u32 k = 0; k < K; ++k) { double v = x[(size_t)m * K + k]; ss += v * v; }
+            const double inv = 1.0 / sqrt(ss / K + 1e-5);
+            for (u32 k = 0; k < K; ++k) f[(size_t)m * K + k] = rt((float)(x[(size_t)m * K + k] * inv * nw[k]));
+        } else if (sh.mode == 2) {
+            for (u32 k = 0; k < K; ++k) {
+                const double g = x[(size_t)m * 2 * K + k], u = x[(size_t)m * 2 * K + K + k];
+                f[(size_t)m * K + k] = rt((float)(g / (1.0 + exp(-g)) * u));
+            }
+        } else {
+            for (u32 k = 0; k < K; ++k) f[(size_t)m * K + k] = x[(size_t)m * K + k];
+        }
+    }
+    std::vector<double> r((size_t)M * N);
+#pragma omp parallel for schedule(static)
+    for (u32 n = 0; n < N; ++n)
+        for (u32 m = 0; m < M; ++m) {
+            double acc = 0;
+            const float* fm = &f[(size_t)m * K];
+            const float* wn = &W[(size_t)n * K];
+            for (u32 k = 0; k < K; ++k) acc += (double)wn[k] * fm[k];
+            if (sh.glu) {  // gate row n (above) and up row N + n, each rounded, then SwiGLU
+                double up = 0;
+                const float* wu = &W[(size_t)(N + n) * K];
+                for (u32 k = 0; k < K; ++k) up += (double)wu[k] * fm[k];
+                const double g = rt((float)acc), u = rt((float)up);
+                acc = g / (1.0 + exp(-g)) * u;
+            }
+            if (sh.residual) acc += res[(size_t)m * N + n];
+            r[(size_t)m * N + n] = acc;
+        }
+    return r;
+}
