@@ -60,13 +60,7 @@ pub(crate) fn launch(
     args: &[Arg],
 ) -> candle_core::Result<()> {
     let func = dev.get_or_load_custom_func(function, module, ptx)?;
-    // Past 48 KB a block's dynamic shared memory must be allowed first (a function attribute,
-    // not a stream operation: legal while the stream captures).
-    if cfg.shared_mem_bytes > 48 * 1024 {
-        use cudarc::driver::sys::CUfunction_attribute_enum as A;
-        func.set_attribute(A::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, cfg.shared_mem_bytes as i32)
-            .map_err(|e| candle_core::Error::Cuda(Box::new(e)))?;
-    }
+    allow_shared_memory(&func, cfg.shared_mem_bytes)?;
     let mut b = func.builder();
     for a in args {
         match a {
@@ -82,6 +76,28 @@ pub(crate) fn launch(
     // (positions past the cache are clamped in the kernel). The launch is stream-ordered on
     // candle's stream, like every candle op on those tensors.
     unsafe { b.launch(cfg) }.map_err(|e| candle_core::Error::Cuda(Box::new(e)))?;
+    Ok(())
+}
+
+/// Past 48 KB of shared memory a block (the kernel's static shared memory included), the
+/// dynamic part must be allowed first: a function attribute, not a stream operation, so legal
+/// while the stream captures. The allowance only ever grows (a lock orders the read and the
+/// write), so a launch that needs less never lowers what another launch of the same kernel,
+/// captured or on another thread, was allowed.
+fn allow_shared_memory(func: &cudarc::driver::CudaFunction, dynamic: u32) -> candle_core::Result<()> {
+    use cudarc::driver::sys::CUfunction_attribute_enum as A;
+    static RAISE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let cuda = |e| candle_core::Error::Cuda(Box::new(e));
+    let fixed = func.get_attribute(A::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES).map_err(cuda)?;
+    if i64::from(dynamic) + i64::from(fixed) <= 48 * 1024 {
+        return Ok(());
+    }
+    let _order = RAISE.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let allowed = func.get_attribute(A::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES).map_err(cuda)?;
+    let want = i32::try_from(dynamic).unwrap_or(i32::MAX);
+    if want > allowed {
+        func.set_attribute(A::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, want).map_err(cuda)?;
+    }
     Ok(())
 }
 

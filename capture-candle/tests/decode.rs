@@ -744,3 +744,40 @@ fn matvec_with_fused_norm_swiglu_and_residual_matches_candle_gpu() {
         matvec(&d);
     }
 }
+
+/// The tensor-core projection with an RMSNorm at sizes whose shared memory passes 48 KB only
+/// with the kernel's static part, against candle's ops: 3 rows, 2,112 outputs; K = 2432 plain
+/// (the staged f(x) and the sums take 48,960 bytes) and K = 2168 with SwiGLU (48,816); the
+/// kernel's own 384 bytes come on top; and the matrix-vector kernel at 2 rows of K = 12,288.
+/// Counting only the dynamic part, the launches would fail.
+#[test]
+#[ignore = "needs a CUDA device"]
+fn matvec_at_the_48_kb_shared_memory_line_gpu() {
+    use capture_candle::decode::Prologue;
+    let Some(dev) = gpu() else { return };
+    let cpu = |t: &Tensor| t.to_device(&Device::Cpu).unwrap().to_dtype(DType::F32).unwrap();
+    for (n, k, glu) in [(2112, 2432, false), (2112, 2168, true)] {
+        let w = rand(&[if glu { 2 * n } else { n }, k], DType::BF16, &dev, 60);
+        let nw = rand(&[k], DType::BF16, &dev, 61).affine(0.1, 1.0).unwrap();
+        let x = rand(&[3, k], DType::BF16, &dev, 62);
+        let fx = candle_nn::ops::rms_norm(&cpu(&x), &cpu(&nw), 1e-5).unwrap();
+        let pro = Prologue::RmsNorm(&nw, 1e-5);
+        let (got, want) = if glu {
+            let g = fx.matmul(&cpu(&w.narrow(0, 0, n).unwrap()).t().unwrap()).unwrap();
+            let u = fx.matmul(&cpu(&w.narrow(0, n, n).unwrap()).t().unwrap()).unwrap();
+            (decode::matvec_swiglu(&x, &w, pro).unwrap(), (candle_nn::ops::silu(&g).unwrap() * u).unwrap())
+        } else {
+            (decode::matvec(&x, &w, pro, None).unwrap(), fx.matmul(&cpu(&w).t().unwrap()).unwrap())
+        };
+        let e = rel_err(&f32s(&got), &f32s(&want));
+        assert!(e < tol(DType::BF16) * 2.0, "n={n} k={k} glu={glu}: rel err {e}");
+    }
+    // The matrix-vector kernel at 2 rows of K = 12,288: x staged whole takes the 48 KB, and the
+    // kernel's own shared memory comes on top.
+    let w = rand(&[64, 12288], DType::BF16, &dev, 63);
+    let x = rand(&[2, 12288], DType::BF16, &dev, 64);
+    let got = decode::matvec(&x, &w, Prologue::None, None).unwrap();
+    let want = cpu(&x).matmul(&cpu(&w).t().unwrap()).unwrap();
+    let e = rel_err(&f32s(&got), &f32s(&want));
+    assert!(e < tol(DType::BF16) * 2.0, "2 rows, k 12288: rel err {e}");
+}

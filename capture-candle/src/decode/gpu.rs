@@ -344,6 +344,11 @@ pub(crate) fn gemv(
     // output is written for all M rows of x (both kernels).
     let y = raw::uninit((m, n), x.dtype(), x.device())?;
     let tc = m > GEMV_MAX_M;
+    if tc && (m > MMV_MAX_M || mode == 2 || !matches!(x.dtype(), DType::F16 | DType::BF16)) {
+        candle_core::bail!(
+            "gemv: the tensor-core kernel takes 3 to {MMV_MAX_M} rows of f16 or bf16, with no SwiGLU prologue"
+        );
+    }
     let (cfg, ks, name) = if tc {
         let (threads, ks, grid, smem) = mmv_launch(n, k, glu, mode == 1);
         let cfg = LaunchConfig { grid_dim: (grid, 1, 1), block_dim: (threads, 1, 1), shared_mem_bytes: smem as u32 };
