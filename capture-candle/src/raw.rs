@@ -87,6 +87,9 @@ pub(crate) fn launch(
 fn allow_shared_memory(func: &cudarc::driver::CudaFunction, dynamic: u32) -> candle_core::Result<()> {
     use cudarc::driver::sys::CUfunction_attribute_enum as A;
     static RAISE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    if dynamic == 0 {
+        return Ok(()); // static shared memory alone: the kernel was built within the limit
+    }
     let cuda = |e| candle_core::Error::Cuda(Box::new(e));
     let fixed = func.get_attribute(A::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES).map_err(cuda)?;
     if i64::from(dynamic) + i64::from(fixed) <= 48 * 1024 {

@@ -389,13 +389,15 @@ pub fn matvec_rows(dtype: DType) -> usize {
 }
 
 /// The checks [`matvec`] and [`matvec_swiglu`] share: `x` against the weight `w` `[N, K]`, the
-/// prologue's operands, the residual `[rows, N]`, and whether the fused kernel can run.
+/// prologue's operands, the residual `[rows, N]`, and whether the fused kernel can run (`glu`:
+/// `w` holds gate rows then up rows, and the kernel writes N / 2 outputs).
 fn plan<'a>(
     op: &'static str,
     x: &Tensor,
     w: &Tensor,
     prologue: Prologue<'a>,
     residual: Option<&Tensor>,
+    glu: bool,
 ) -> Result<Plan<'a>> {
     float(op, "x", x)?;
     contiguous(op, "x", x)?;
@@ -434,7 +436,8 @@ fn plan<'a>(
         && matches!(x.dtype(), DType::F16 | DType::BF16)
         && k % 8 == 0
         && !matches!(prologue, Prologue::SwiGlu)
-        && gpu::mmv_launch(n, k, false, matches!(prologue, Prologue::RmsNorm(..))).3 <= gpu::MMV_MAX_SMEM;
+        && gpu::mmv_launch(if glu { n / 2 } else { n }, k, glu, matches!(prologue, Prologue::RmsNorm(..))).3
+            <= gpu::MMV_MAX_SMEM;
     let fits = gemv || mmv;
     // The kernel reads x, w and the norm weight 16 bytes at a time: views that start off a
     // 16-byte boundary take the fallback path (a misaligned load would fault on the device).
@@ -478,7 +481,7 @@ fn prologue_apart(x: &Tensor, prologue: Prologue<'_>) -> Result<Tensor> {
 /// of rows.
 pub fn matvec_swiglu(x: &Tensor, w: &Tensor, prologue: Prologue<'_>) -> Result<Tensor> {
     const OP: &str = "matvec_swiglu";
-    let p = plan(OP, x, w, prologue, None)?;
+    let p = plan(OP, x, w, prologue, None, true)?;
     if p.n % 2 != 0 {
         return Err(Error::operands(
             OP,
@@ -486,9 +489,7 @@ pub fn matvec_swiglu(x: &Tensor, w: &Tensor, prologue: Prologue<'_>) -> Result<T
         ));
     }
     if let Some((mode, nw, eps)) = p.kernel {
-        if p.m <= gpu::GEMV_MAX_M || gpu::mmv_launch(p.n / 2, p.k, true, mode == 1).3 <= gpu::MMV_MAX_SMEM {
-            return Ok(gpu::gemv(x, w, (p.m, p.n / 2, p.k), mode, nw, eps, None, None, true)?);
-        }
+        return Ok(gpu::gemv(x, w, (p.m, p.n / 2, p.k), mode, nw, eps, None, None, true)?);
     }
     let y = prologue_apart(x, prologue)?.matmul(&w.t()?)?;
     silu_mul(&y)
@@ -505,7 +506,7 @@ pub(crate) fn matvec_with(
     amax: Option<&Tensor>,
 ) -> Result<(Tensor, bool)> {
     const OP: &str = "matvec";
-    let p = plan(OP, x, w, prologue, residual)?;
+    let p = plan(OP, x, w, prologue, residual, false)?;
     if let Some((mode, nw, eps)) = p.kernel {
         let m = p.m;
         let amax = amax.filter(|a| a.dtype() == DType::I64 && a.dims() == [m] && a.is_contiguous());
