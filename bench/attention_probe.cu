@@ -27,6 +27,7 @@
 // Build and run (on the GPU machine, from the repository root):
 //   nvcc -O3 -arch=sm_90 -std=c++17 -o /tmp/ap bench/attention_probe.cu && /tmp/ap
 // Options: /tmp/ap quick   (fewer variants, no rule sweep)
+//          /tmp/ap splits  (as quick, then the new kernel at every split count of a list)
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -127,15 +128,19 @@ static Launch rule_base(const Shape& s) {
 
 // New gpu.rs: `attention_launch` (keep in step with it). `blocks`: the blocks aimed at when
 // the prefix is max_seq long; min_chunk: the shortest chunk.
+// `most`: the most chunks (0: ATT_MAX_SPLITS); `floor`: blocks / per rounded down (at most
+// `blocks`, one wave where `blocks` is the resident count), else up.
 struct Rule {
-    int blocks, min_chunk;
+    int blocks, min_chunk, most;
+    bool floor;
 };
-static const Rule RULE_PROD = {1056, 256};  // gpu.rs's ATT_BLOCKS, ATT_MIN_CHUNK
+static const Rule RULE_PROD = {528, 256, 16, true};  // gpu.rs's ATT_BLOCKS, ATT_MIN_CHUNK, ATT_MOST_SPLITS
 static Launch rule_new(const Shape& s, Rule r, int warps = ATT_WARPS) {
     const int g = s.nq / s.nk, nhg = (g + ATT_HEADS - 1) / ATT_HEADS;
     const long per = (long)s.B * s.nk * nhg * s.T;
-    long nsplit = (r.blocks + per - 1) / per;
-    nsplit = std::max(1L, std::min<long>({nsplit, ATT_MAX_SPLITS, (s.S + r.min_chunk - 1) / r.min_chunk}));
+    long nsplit = r.floor ? r.blocks / per : (r.blocks + per - 1) / per;
+    const long most = r.most ? std::min(r.most, ATT_MAX_SPLITS) : ATT_MAX_SPLITS;
+    nsplit = std::max(1L, std::min<long>({nsplit, most, (s.S + r.min_chunk - 1) / r.min_chunk}));
     Launch L;
     L.grid = dim3(s.B * s.nk * nhg, s.T, nsplit);
     L.threads = warps * 32;
@@ -288,7 +293,8 @@ static void print_attrs(const char* name, const void* f, int threads, size_t dyn
 }
 
 int main(int argc, char** argv) {
-    const bool quick = argc > 1 && !strcmp(argv[1], "quick");
+    const bool splits = argc > 1 && !strcmp(argv[1], "splits");
+    const bool quick = splits || (argc > 1 && !strcmp(argv[1], "quick"));
     cudaDeviceProp prop;
     CK(cudaGetDeviceProperties(&prop, 0));
     printf("device: %s, %d SMs, L2 %d MB\n", prop.name, prop.multiProcessorCount, prop.l2CacheSize >> 20);
@@ -533,7 +539,7 @@ int main(int argc, char** argv) {
     std::vector<Rule> sweep;
     if (!quick)
         for (int bl : {528, 1056, 2048, 4224, 8448})
-            for (int mc : {64, 128, 256}) sweep.push_back({bl, mc});
+            for (int mc : {64, 128, 256}) sweep.push_back({bl, mc, 0, false});
 
     printf("\n== timed (us a launch, median of 7; GB/s of K+V read)\n");
     printf("%-34s %5s %5s %7s %10s %8s %8s %8s %10s\n", "variant", "batch", "pos", "nsplit", "us/launch", "GB/s",
@@ -581,6 +587,19 @@ int main(int argc, char** argv) {
             if (!sweep.empty())
                 printf("%-34s %5d %5d %7u %10.2f %8.0f %7.2fx   (blocks %d, min_chunk %d)\n", "  best rule for the new kernel",
                        B, P, bestns, best, bytes / best * 1e-3, base_us / best, bestr.blocks, bestr.min_chunk);
+            // Every split count of a list (a rule aiming at exactly n blocks a (row, key head) pair,
+            // chunks of at least 64 keys): where waves of resident blocks end.
+            if (splits && P >= 2000) {
+                const int pairs = B * NK;  // g = 4: one head group a key head
+                for (int n : {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 14, 16, 17, 20, 24, 28, 32, 33, 48, 64}) {
+                    u32 ns;
+                    double md = 0, rel = 0;
+                    const double us =
+                        run_variant(vars[1], Rule{n * pairs, 64, 0, true}, B, P, ref, refrows, true, &ns, &md, &rel);
+                    printf("    nsplit %3u (%5d blocks, %4d keys a chunk) %9.2f us %6.0f GB/s\n", ns, (int)ns * pairs,
+                           (P + (int)ns) / (int)ns, us, bytes / us * 1e-3);
+                }
+            }
             fflush(stdout);
         }
     }

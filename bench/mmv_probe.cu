@@ -87,14 +87,17 @@ static u32 smem_of(u32 nt, bool glu, u32 threads, u32 k, bool st) {
 // fewer than the multiprocessors, else 256; ks = the block's warps, halved while a slice would
 // have fewer than 2 rounds of loads (4 chunks) or the warps would pass 128 a multiprocessor;
 // the grid: every group its own block, up to 2 blocks a multiprocessor (1 of 512 threads).
-static Cfg rule(u32 n, u32 k, u32 M, bool) {
+// Staged without GLU and at least 132 tiles: 512 threads, ks 8 up to 528 tiles, else 4, and up
+// to 2 blocks a multiprocessor (run18's sweep).
+static Cfg rule(u32 n, u32 k, u32 M, bool glu, bool staged) {
     const u32 nt = M <= 8 ? 1 : M <= 16 ? 2 : 4;
     const u32 tiles = (n + 15) / 16, chunks = (k + 31) / 32;
-    const u32 threads = tiles < 132 ? 512 : 256, warps = threads / 32;
-    u32 ks = warps;
-    while (ks > 1 && (chunks < 4 * ks || tiles * ks > 132 * 128)) ks /= 2;
+    const bool norm_only = staged && !glu && tiles >= 132;
+    const u32 threads = tiles < 132 || norm_only ? 512 : 256, warps = threads / 32;
+    u32 ks = norm_only ? (tiles <= 4 * 132 ? 8 : 4) : warps;
+    while (ks > 1 && (chunks < 4 * ks || (!norm_only && tiles * ks > 132 * 128))) ks /= 2;
     const u32 groups = (tiles + warps / ks - 1) / (warps / ks);
-    return {nt, ks, std::max(1u, std::min(groups, 132u * (threads == 512 ? 1 : 2))), threads};
+    return {nt, ks, std::max(1u, std::min(groups, 132u * (threads == 512 && !norm_only ? 1 : 2))), threads};
 }
 
 typedef void (*MmvFn)(const u16*, const u16*, u32, u32, u32, u32, const u16*, float, const u16*, u16*, u32, ull*);
@@ -150,7 +153,14 @@ static void to_f16(const u16* a, u16* b, u64 n) {
 
 int main(int argc, char** argv) {
     setvbuf(stdout, nullptr, _IOLBF, 0);
-    const bool check_only = argc > 1 && !strcmp(argv[1], "check");
+    // check: the correctness pass alone; timing: the timings alone; sweep-all (with either
+    // or neither): every swept launch's time, not only the best.
+    bool check_only = false, timing_only = false, sweep_all = false;
+    for (int a = 1; a < argc; ++a) {
+        check_only |= !strcmp(argv[a], "check");
+        timing_only |= !strcmp(argv[a], "timing");
+        sweep_all |= !strcmp(argv[a], "sweep-all");
+    }
     probe_device();
     const u64 layer_el = 3072ull * 2048 + 2048ull * 2048 + 16384ull * 2048 + 2048ull * 8192;
     const u64 w_el = std::max(16 * layer_el, 2 * 128256ull * 2048);
@@ -190,7 +200,7 @@ int main(int argc, char** argv) {
     printf("\n## correctness (matrix 0 of each shape, fresh random x per shape and M)\n");
     printf("tolerance vs the CPU reference (double): |y - ref| <= (|ref| + 1) / 128 (bf16), / 512 (f16); twice that for GLU\n");
     u64 total_bad = 0, seed = 100;
-    for (int f16 = 0; f16 < 2; ++f16)
+    for (int f16 = 0; f16 < (timing_only ? 0 : 2); ++f16)
         for (const Shape& sh : shapes) {
             if (f16 && !(sh.N == 2048 && sh.K == 2048) && !(sh.glu && sh.N == 8192) && sh.N != 1000) continue;
             if (check_only && sh.N > 20000) continue;
@@ -228,7 +238,7 @@ int main(int argc, char** argv) {
                     CK(cudaMemcpy(am, B.amax, 32 * 8, cudaMemcpyDeviceToHost));
                 };
                 // The rule's launch, twice (bit for bit), then every swept one.
-                const Cfg rc = rule(sh.N, sh.K, M, sh.glu);
+                const Cfg rc = rule(sh.N, sh.K, M, sh.glu, sh.mode == 1);
                 std::vector<Cfg> cfgs = {rc};
                 for (u32 threads : {256u, 512u})
                     for (u32 ks : {1u, 2u, 4u, 8u, 16u})
@@ -273,12 +283,14 @@ int main(int argc, char** argv) {
         if (sh.N > 20000) return B.W + (u64)i * 128256 * 2048;
         return B.W + (u64)i * layer_el + off[si < 4 ? si : 3];
     };
+    const std::vector<u32> timed_m = timing_only ? std::vector<u32>{3, 8} : std::vector<u32>{3, 8, 16, 32};
+    Cfg best_of[5][33];  // the sweep's best launch per shape and M
     for (int si = 0; si < 5; ++si) {
         const Shape& sh = shapes[si];
         const double mb = (double)(sh.glu ? 2 : 1) * sh.N * sh.K * 2 / 1e6;
-        for (u32 M : {3u, 8u, 16u, 32u}) {
+        for (u32 M : timed_m) {
             const Timing tc = time_graph(sh.nodes, [&](int i) { launch_cublas(h, sh, M, Wi(sh, si, i), B.y); });
-            const Cfg rc = rule(sh.N, sh.K, M, sh.glu);
+            const Cfg rc = rule(sh.N, sh.K, M, sh.glu, sh.mode == 1);
             const Timing tm = time_graph(sh.nodes, [&](int i) {
                 launch_mmv(rc, sh, M, Wi(sh, si, i), B.x, B.nw, B.res, B.y, B.amax);
             });
@@ -299,33 +311,62 @@ int main(int argc, char** argv) {
                         const Timing t = time_graph(sh.nodes, [&](int i) {
                             launch_mmv(c, sh, M, Wi(sh, si, i), B.x, B.nw, B.res, B.y, B.amax);
                         });
+                        if (sweep_all)
+                            printf("    [nt %u thr %u ks %u grid %u] %.2f us (%.0f GB/s)\n", c.nt, c.threads, c.ks, c.grid, t.med,
+                                   mb * 1e3 / t.med);
                         if (t.med < best) { best = t.med; bc = c; }
                     }
+            best_of[si][M] = bc;
             printf("    sweep best [nt %u thr %u ks %u grid %u] %.2f us (%.0f GB/s)\n", bc.nt, bc.threads, bc.ks, bc.grid, best, mb * 1e3 / best);
         }
     }
 
     // The step's projections: 16 layers x (qkv, o, gate/up, down) + the LM head.
     printf("\n## 16 layers of projections + LM head in one graph (ms)\n");
-    for (u32 M : {3u, 8u, 16u, 32u}) {
-        auto seq = [&](bool mmv) {
+    for (u32 M : timed_m) {
+        // 0: cuBLAS, 1: mmv by the rule, 2: mmv by each shape's best swept launch.
+        auto seq = [&](int how) {
+            auto cfg = [&](int si) { return how == 2 ? best_of[si][M] : rule(shapes[si].N, shapes[si].K, M, shapes[si].glu, shapes[si].mode == 1); };
             return time_graph(1, [&](int) {
                 for (int l = 0; l < 16; ++l)
                     for (int si = 0; si < 4; ++si) {
                         const Shape& sh = shapes[si];
                         const u16* W = B.W + (u64)l * layer_el + off[si];
-                        if (mmv) launch_mmv(rule(sh.N, sh.K, M, sh.glu), sh, M, W, B.x, B.nw, B.res, B.y, B.amax);
+                        if (how) launch_mmv(cfg(si), sh, M, W, B.x, B.nw, B.res, B.y, B.amax);
                         else launch_cublas(h, sh, M, W, B.y);
                     }
                 const Shape& hd = shapes[4];
-                if (mmv) launch_mmv(rule(hd.N, hd.K, M, false), hd, M, B.W, B.x, B.nw, B.res, B.y, B.amax);
+                if (how) launch_mmv(cfg(4), hd, M, B.W, B.x, B.nw, B.res, B.y, B.amax);
                 else launch_cublas(h, hd, M, B.W, B.y);
             });
         };
-        const Timing c = seq(false), m = seq(true);
+        const Timing c = seq(0), m = seq(1), b = seq(2);
         const double gb = (16.0 * layer_el + 128256.0 * 2048) * 2 / 1e9;
-        printf("M=%2u  cuBLAS bare %.3f ms (%.0f GB/s) | mmv fused %.3f ms (%.0f GB/s) [%.3f-%.3f]  cuBLAS/mmv %.2f\n", M, c.med / 1e3,
-               gb * 1e6 / c.med, m.med / 1e3, gb * 1e6 / m.med, m.lo / 1e3, m.hi / 1e3, c.med / m.med);
+        printf("M=%2u  cuBLAS bare %.3f ms (%.0f GB/s) | mmv fused %.3f ms (%.0f GB/s) [%.3f-%.3f]  cuBLAS/mmv %.2f"
+               " | mmv, each shape's best launch %.3f ms\n",
+               M, c.med / 1e3, gb * 1e6 / c.med, m.med / 1e3, gb * 1e6 / m.med, m.lo / 1e3, m.hi / 1e3, c.med / m.med, b.med / 1e3);
+    }
+
+    // Wider models (hidden 5,120): f(x) staged takes more than 96 KB of shared memory a block.
+    printf("\n## hidden 5120 (RMSNorm staged past 96 KB), us per node\n");
+    const Shape wide[] = {
+        {"qkv 5120 (RMSNorm)", 7168, 5120, 1, false, false, false, 8},
+        {"gate/up 5120 GLU (RMSNorm)", 13824, 5120, 1, false, false, true, 3},
+    };
+    for (const Shape& sh : wide) {
+        const u64 el = (u64)(sh.glu ? 2 : 1) * sh.N * sh.K;
+        const double mb = el * 2 / 1e6;
+        for (u32 M : {3u, 8u}) {
+            const Cfg rc = rule(sh.N, sh.K, M, sh.glu, sh.mode == 1);
+            const Timing tc = time_graph(sh.nodes, [&](int i) { launch_cublas(h, sh, M, B.W + (u64)i * el, B.y); });
+            const Timing tm = time_graph(sh.nodes, [&](int i) {
+                launch_mmv(rc, sh, M, B.W + (u64)i * el, B.x, B.nw, B.res, B.y, B.amax);
+            });
+            printf("%-26s M=%u  %.1f MB  cuBLAS (no norm) %7.2f us (%5.0f GB/s) | mmv rule [thr %u ks %u grid %u, %u B shared] %7.2f us "
+                   "(%5.0f GB/s)\n",
+                   sh.name, M, mb, tc.med, mb * 1e3 / tc.med, rc.threads, rc.ks, rc.grid,
+                   smem_of(rc.nt, sh.glu, rc.threads, sh.K, true), tm.med, mb * 1e3 / tm.med);
+        }
     }
     return total_bad ? 1 : 0;
 }

@@ -5,6 +5,10 @@ cache, decoded one token at a time, three ways, alternated round by round:
   eager                 the module called per token
   torch.cuda.graph      the eager step captured and replayed
   compile + graph       torch.compile(mode="max-autotune-no-cudagraphs"), captured in a graph
+  compile-default       torch.compile(mode="default") (no autotuning: cuBLAS's products), captured
+                        in a graph; `--paths compile-default` (not in the default set). Autotuning
+                        picks its matmul kernels by timing them, and has picked slower ones on
+                        some runs (docs/gpu-runs/2026-11-26b-issue32/README.md).
 
 The step is the same as capture-candle's: token and position read from device tensors, the
 KV cache written at the position (index_put), RoPE from a table gathered at the position,
@@ -51,7 +55,9 @@ HBM = 3.35e12
 # The sampled modes: temperature, top-k (0: every token), top-p (1: every token).
 SAMPLING = {"topk": (0.8, 50, 0.95), "plain": (1.0, 0, 1.0)}
 MODES = ("greedy", "topk", "plain")
-PATHS = {"eager": "torch eager", "graph": "torch.cuda.graph", "compile": "compile (max-autotune-no-cudagraphs) + graph"}
+PATHS = {"eager": "torch eager", "graph": "torch.cuda.graph", "compile": "compile (max-autotune-no-cudagraphs) + graph",
+         "compile-default": "compile (default) + graph"}
+COMPILE_MODES = {"compile": "max-autotune-no-cudagraphs", "compile-default": "default"}
 CFG = dict(hidden=2048, inter=8192, layers=16, heads=32, kv=8, hd=64, vocab=128256, eps=1e-5, theta=500000.0,
            factor=32.0, low=1.0, high=4.0, orig=8192)
 
@@ -200,7 +206,8 @@ def main():
     ap.add_argument("--batches", default="1,8")
     ap.add_argument("--positions", default="64,2000")
     ap.add_argument("--sampling", default="greedy", help="comma list of greedy, topk, plain")
-    ap.add_argument("--paths", default="eager,graph,compile", help="comma list of eager, graph, compile")
+    ap.add_argument("--paths", default="eager,graph,compile",
+                    help="comma list of eager, graph, compile (max-autotune-no-cudagraphs), compile-default (mode default)")
     ap.add_argument("--no-compile", action="store_true", help="the same as leaving compile out of --paths")
     ap.add_argument("--compile-dynamic", action="store_true",
                     help="torch.compile's default dynamic=None (automatic dynamic shapes), as before issue #32")
@@ -247,16 +254,20 @@ def main():
             if "graph" in paths:
                 g, ms = capture(step, tokens, pos)
                 runs.append((mode, PATHS["graph"], None, g, ms))
-            if "compile" in paths:
+            for path in ("compile", "compile-default"):
+                if path not in paths:
+                    continue
                 t0 = time.perf_counter()
                 kw = {} if a.compile_dynamic else {"dynamic": False}
-                cstep = torch.compile(step, mode="max-autotune-no-cudagraphs", fullgraph=True, **kw)
+                if path == "compile-default":
+                    torch._dynamo.reset()  # a fresh compile, not the autotuned one's cache
+                cstep = torch.compile(step, mode=COMPILE_MODES[path], fullgraph=True, **kw)
                 cstep(tokens, pos)
                 torch.cuda.synchronize()
                 label = f"batch {B}" if mode == "greedy" else f"batch {B}, sampling {mode}"
-                print(f"<!-- compile for {label}: {time.perf_counter() - t0:.0f} s -->", flush=True)
+                print(f"<!-- {path} for {label}: {time.perf_counter() - t0:.0f} s -->", flush=True)
                 g2, ms2 = capture(cstep, tokens, pos)
-                runs.append((mode, PATHS["compile"], None, g2, ms2))
+                runs.append((mode, PATHS[path], None, g2, ms2))
         kernels = [kernels_per_replay(g) if g is not None else "-" for (_, _, _, g, _) in runs]
         for P in positions:
             kv_bytes = 2 * CFG["layers"] * B * CFG["kv"] * CFG["hd"] * 2 * (P + a.tokens / 2)

@@ -3,12 +3,13 @@
 # (STAGE_ONLY="decode generate model own gpu llama_bench sampling_bench"):
 #   bash scripts/gpu_issue32.sh tests        # capture-candle's GPU tests touched by the sampler and attention
 #   bash scripts/gpu_issue32.sh ours         # llama_bench: batches 1/8/32, positions 64/2000/8000, greedy/topk/plain; Generator protocol
-#   bash scripts/gpu_issue32.sh torch-short  # PyTorch compile + graph at max_seq 2112 (BATCHES, default 1,8,32), greedy and topk
-#   bash scripts/gpu_issue32.sh torch-long   # PyTorch compile + graph at max_seq 8256, position 8000, batches 8 and 32, greedy
+#   bash scripts/gpu_issue32.sh torch-short  # PyTorch compile + graph (max-autotune and default modes; TORCH_PATHS) at max_seq 2112 (BATCHES, default 1,8,32), greedy and topk
+#   bash scripts/gpu_issue32.sh torch-long   # the same at max_seq 8256, position 8000, batches 8 and 32, greedy
 #   bash scripts/gpu_issue32.sh probe        # bench/attention_probe.cu: the attention kernels alone
 #   bash scripts/gpu_issue32.sh mmv          # bench/mmv_probe.cu: the 3-32-row products against cuBLAS (SANITIZE=1: memcheck first)
-#   bash scripts/gpu_issue32.sh aba          # A/B/A in one process order: llama_bench, PyTorch at batch 8 (64/2000, 8000), llama_bench
+#   bash scripts/gpu_issue32.sh aba          # A/B/A in one command: llama_bench, PyTorch at BATCH (8; 64/2000, 8000), llama_bench (OLD=1: + llama_bench_old)
 #   bash scripts/gpu_issue32.sh mmv-step     # llama_bench: the fused step (tensor-core products) against cuBLAS products, batches 3 and 8
+#   bash scripts/gpu_issue32.sh batches      # transformers' goldens at batches of 3-8 rows (real shapes too); the projection past 96 KB
 # Logs go to $OUT (or ./gpu-logs), one file per mode (TAG names it).
 set -u -o pipefail
 cd "$(dirname "$0")/.."
@@ -42,26 +43,32 @@ case "$1" in
     ;;
   torch-short)
     timeout ${LIMIT:-580} python3 bench/torch_llama.py --rounds 10 --max-seq 2112 --batches "${BATCHES:-1,8,32}" \
-      --positions 64,2000 --sampling ${SAMPLING:-greedy,topk} --paths compile 2>&1 | tee "$out/$tag.txt" || fail=1
+      --positions 64,2000 --sampling ${SAMPLING:-greedy,topk} --paths ${TORCH_PATHS:-compile,compile-default} 2>&1 | tee "$out/$tag.txt" || fail=1
     ;;
   torch-long)
     timeout ${LIMIT:-580} python3 bench/torch_llama.py --rounds 10 --max-seq 8256 --batches "${BATCHES:-8,32}" \
-      --positions 8000 --sampling greedy --paths compile 2>&1 | tee "$out/$tag.txt" || fail=1
+      --positions 8000 --sampling greedy --paths ${TORCH_PATHS:-compile,compile-default} 2>&1 | tee "$out/$tag.txt" || fail=1
     ;;
   probe)
     { nvcc -O3 -arch=sm_90 -std=c++17 bench/attention_probe.cu -o /tmp/attention_probe && timeout 200 /tmp/attention_probe ${PROBE_ARGS:-}; } 2>&1 | tee "$out/$tag.txt" || fail=1
     ;;
   aba)
+    # A (llama_bench), B (PyTorch compile + graph at BATCH, default 8: positions 64/2000, then
+    # 8000), A again. OLD=1 adds llama_bench_old (an earlier build, staged under that name)
+    # after each A: the change and its baseline on one machine, in one command.
     ours_once() {
-      timeout ${LIMIT:-150} $c/llama_bench --rounds ${ROUNDS:-6} --max-seq 8256 --batches ${OURS_BATCHES:-1,8,32} \
-        --positions 64,2000,8000 --sampling greedy --paths fused --no-breakdown || { echo "FAILED: llama_bench"; fail=1; }
+      timeout ${LIMIT:-150} $c/${1:-llama_bench} --rounds ${ROUNDS:-6} --max-seq 8256 --batches ${OURS_BATCHES:-1,8,32} \
+        --positions 64,2000,8000 --sampling greedy --paths fused --no-breakdown || { echo "FAILED: ${1:-llama_bench}"; fail=1; }
     }
+    old_once() { [ "${OLD:-0}" = 1 ] && ours_once llama_bench_old 2>&1 | tee "$out/${tag}-$1.txt"; }
     { nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; ours_once; } 2>&1 | tee "$out/${tag}-A1.txt"
-    timeout 200 python3 bench/torch_llama.py --rounds 10 --max-seq 2112 --batches 8 --positions 64,2000 --sampling greedy \
-      --paths compile 2>&1 | tee "$out/${tag}-B-short.txt" || fail=1
-    timeout 200 python3 bench/torch_llama.py --rounds 10 --max-seq 8256 --batches 8 --positions 8000 --sampling greedy \
-      --paths compile 2>&1 | tee "$out/${tag}-B-8000.txt" || fail=1
+    old_once O1
+    timeout 240 python3 bench/torch_llama.py --rounds 10 --max-seq 2112 --batches ${BATCH:-8} --positions 64,2000 --sampling greedy \
+      --paths ${TORCH_PATHS:-compile,compile-default} 2>&1 | tee "$out/${tag}-B-short.txt" || fail=1
+    timeout 240 python3 bench/torch_llama.py --rounds 10 --max-seq 8256 --batches ${BATCH:-8} --positions 8000 --sampling greedy \
+      --paths ${TORCH_PATHS:-compile,compile-default} 2>&1 | tee "$out/${tag}-B-8000.txt" || fail=1
     ours_once 2>&1 | tee "$out/${tag}-A2.txt"
+    old_once O2
     ;;
   mmv-step)
     { nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
@@ -75,6 +82,19 @@ case "$1" in
         timeout 300 compute-sanitizer --tool memcheck /tmp/mmv_probe check 2>&1 | tail -25 || fail=1
       fi
       timeout ${LIMIT:-400} /tmp/mmv_probe ${PROBE_ARGS:-} || fail=1
+    } 2>&1 | tee "$out/$tag.txt"
+    ;;
+  batches)
+    # transformers' goldens at batches of 3 to 8 rows (the tensor-core products), real shapes
+    # included, and the projection past 96 KB of shared memory (STAGE_ONLY="decode conformance").
+    export CAPTURE_CANDLE_FIXTURES=$PWD/capture-candle/tests/fixtures CAPTURE_CONFORMANCE_REAL=/tmp/real
+    { python3 -c 'import transformers, torch; print("transformers", transformers.__version__, "torch", torch.__version__)'
+      [ -d /tmp/real ] || timeout 300 python3 scripts/conformance/real_shapes.py --out /tmp/real >/dev/null 2>&1 \
+        || { echo "FAILED: real_shapes.py"; fail=1; }
+      b=$(one conformance); echo "=== conformance ($b)"
+      timeout 400 "$b" --include-ignored --test-threads=1 --nocapture || { echo "FAILED: conformance"; fail=1; }
+      b=$(one decode); echo "=== decode ($b)"
+      timeout 300 "$b" --include-ignored --test-threads=1 shared_memory 96_kb || { echo "FAILED: decode"; fail=1; }
     } 2>&1 | tee "$out/$tag.txt"
     ;;
   *) echo "unknown mode $1"; exit 2 ;;

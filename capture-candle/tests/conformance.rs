@@ -154,29 +154,39 @@ fn conform(fx: &Fixture, dev: &Device, dtype: DType) -> Outcome {
 
 /// [`conform`] with a bound and a cache length of its own.
 fn conform_with(fx: &Fixture, dev: &Device, dtype: DType, tol: f64, max_seq: usize) -> Outcome {
+    conform_rows(fx, dev, dtype, tol, max_seq, fx.prompts.len())
+}
+
+/// [`conform_with`] on a batch of `batch` rows: row `r` holds prompt `r % prompts`, so a
+/// fixture's prompts (of different lengths, hence different positions) fill any batch, and
+/// each row is checked against its prompt's goldens. Batches of 3 to 8 rows of f16 or bf16
+/// take the tensor-core products on CUDA (`decode::matvec_rows`), 1 and 2 rows the GEMV.
+fn conform_rows(fx: &Fixture, dev: &Device, dtype: DType, tol: f64, max_seq: usize, batch: usize) -> Outcome {
     let model = Model::from_dir(&fx.dir, dtype, max_seq, dev).unwrap_or_else(|e| panic!("{}: {e}", fx.name));
-    let state = model.new_state(fx.prompts.len()).unwrap();
-    for (row, p) in fx.prompts.iter().enumerate() {
+    let state = model.new_state(batch).unwrap();
+    let rows: Vec<&Prompt> = (0..batch).map(|r| &fx.prompts[r % fx.prompts.len()]).collect();
+    for (row, p) in rows.iter().enumerate() {
         model.prefill(&state, row, &p.ids).unwrap();
     }
     let steps = fx.prompts.iter().map(|p| p.tokens.len()).min().unwrap();
     let mut out = Outcome { max_err: 0.0, agreed: 0, steps: 0 };
     for step in 0..steps {
         let logits = f32s(&state.logits().unwrap());
-        let vocab = logits.len() / fx.prompts.len();
+        let vocab = logits.len() / batch;
         let tokens = state.read_tokens().unwrap();
-        for (row, p) in fx.prompts.iter().enumerate() {
+        for (row, p) in rows.iter().enumerate() {
             let (got, want) = (&logits[row * vocab..(row + 1) * vocab], &p.logits[step]);
             let scale = want.iter().fold(0f32, |m, x| m.max(x.abs())) as f64;
             let diff = got.iter().zip(want).fold(0f64, |m, (a, b)| {
-                assert!(a.is_finite(), "{} {dtype:?} {} step {step}: logit {a}", fx.name, p.name);
+                assert!(a.is_finite(), "{} {dtype:?} {} row {row} step {step}: logit {a}", fx.name, p.name);
                 m.max((a - b).abs() as f64)
             });
             let err = diff / scale;
             out.max_err = out.max_err.max(err);
             assert!(
                 err <= tol,
-                "{} {dtype:?} on {dev:?}, prompt {} step {step}: max |diff| / max |logit| = {err:.3e} > {tol:.0e}",
+                "{} {dtype:?} on {dev:?}, batch {batch}, row {row} (prompt {}) step {step}: \
+                 max |diff| / max |logit| = {err:.3e} > {tol:.0e}",
                 fx.name,
                 p.name
             );
@@ -189,8 +199,8 @@ fn conform_with(fx: &Fixture, dev: &Device, dtype: DType, tol: f64, max_seq: usi
             let gap = top2_gap(want) as f64;
             assert!(
                 dtype != DType::F32 && gap <= 2.0 * tol * scale,
-                "{} {dtype:?} on {dev:?}, prompt {} step {step}: token {} where transformers has {want_tok} \
-                 (transformers' top-2 gap {gap:.3e}, max |logit| {scale:.3})",
+                "{} {dtype:?} on {dev:?}, batch {batch}, row {row} (prompt {}) step {step}: token {} where \
+                 transformers has {want_tok} (transformers' top-2 gap {gap:.3e}, max |logit| {scale:.3})",
                 fx.name,
                 p.name,
                 tokens[row]
@@ -239,6 +249,24 @@ fn models_match_transformers_in_f32() {
 #[test]
 fn models_match_transformers_in_f16_and_bf16() {
     conform_all(&Device::Cpu, &[DType::F16, DType::BF16]);
+}
+
+/// Every fixture at each of `batches` rows (the prompts repeated, [`conform_rows`]).
+fn conform_batches(dev: &Device, dtypes: &[DType], batches: &[usize]) {
+    let fxs = fixtures();
+    for &dtype in dtypes {
+        for &batch in batches {
+            for fx in &fxs {
+                let tol = tolerance(dtype, dev.is_cuda());
+                let o = conform_rows(fx, dev, dtype, tol, MAX_SEQ, batch);
+                assert_eq!(o.steps, batch * fx.prompts.iter().map(|p| p.tokens.len()).min().unwrap());
+                println!(
+                    "{:<34} {dtype:?} batch {batch}: largest error {:.2e} (bound {tol:.0e}), tokens {}/{}",
+                    fx.name, o.max_err, o.agreed, o.steps
+                );
+            }
+        }
+    }
 }
 
 /// The error of the first step (the prompts' last logits) of `dir`'s model against `fx`'s
@@ -339,12 +367,35 @@ fn models_match_transformers_gpu() {
     }
 }
 
+/// The prompts repeated to fill 3 rows, in f32 on the CPU: each row of a batch is checked
+/// against its own prompt's goldens (the rows sit at different positions).
+#[test]
+fn models_match_transformers_in_batches() {
+    conform_batches(&Device::Cpu, &[DType::F32], &[3]);
+}
+
+/// Batches of 3, 5 and 8 rows on CUDA: in f16 and bf16 these take the tensor-core products
+/// (3 to 8 rows), which the 2-prompt fixtures alone never reach; in f32 cuBLAS's.
+#[test]
+#[ignore = "needs a CUDA device"]
+fn models_match_transformers_in_batches_gpu() {
+    if let Some(d) = gpu() {
+        assert_eq!(
+            capture_candle::decode::matvec_rows(DType::BF16),
+            8,
+            "the batches below no longer span the tensor-core rows"
+        );
+        conform_batches(&d, &[DType::F32, DType::F16, DType::BF16], &[3, 5, 8]);
+    }
+}
+
 /// Real shapes (issue #31, part 5): checkpoints of the Llama-3.2-1B and Qwen2.5-0.5B shapes that
 /// transformers saved (`scripts/conformance/real_shapes.py`, run on the GPU machine: 1–2.5 GB
 /// each, not committed), in both config forms, with prompts of 13, 150 and 300 tokens (decode
 /// reads up to 128 keys, more than 128, and the prefill runs past 256 tokens) and 40 greedy
 /// steps. Runs where `CAPTURE_CONFORMANCE_REAL` names their folder; prints the conformance
-/// table. The bounds are the small fixtures' CUDA bounds, in every dtype.
+/// table, with the prompts as they are and repeated to 8 rows. The bounds are the small
+/// fixtures' CUDA bounds, in every dtype.
 #[test]
 #[ignore = "needs a CUDA device and checkpoints made by scripts/conformance/real_shapes.py"]
 fn real_shapes_match_transformers_gpu() {
@@ -359,18 +410,23 @@ fn real_shapes_match_transformers_gpu() {
     println!("|---|---|---|---|---|---|---|");
     for dtype in [DType::F32, DType::F16, DType::BF16] {
         for fx in &fxs {
-            let tol = tolerance(dtype, true);
-            let o = conform_with(fx, &dev, dtype, tol, 512);
-            let lens: Vec<String> = fx.prompts.iter().map(|p| p.ids.len().to_string()).collect();
-            println!(
-                "| {} | {} | {dtype:?} | {} | {:.2e} | {tol:.0e} | {}/{} |",
-                fx.name,
-                fx.meta.get("config_form").map_or("?", |s| s),
-                lens.join(", "),
-                o.max_err,
-                o.agreed,
-                o.steps
-            );
+            // The prompts as they are (3 rows), then repeated to 8 rows: both take the
+            // tensor-core products in f16 and bf16.
+            for batch in [fx.prompts.len(), 8] {
+                let tol = tolerance(dtype, true);
+                let o = conform_rows(fx, &dev, dtype, tol, 512, batch);
+                let lens: Vec<String> =
+                    (0..batch).map(|r| fx.prompts[r % fx.prompts.len()].ids.len().to_string()).collect();
+                println!(
+                    "| {} | {} | {dtype:?} | {} | {:.2e} | {tol:.0e} | {}/{} |",
+                    fx.name,
+                    fx.meta.get("config_form").map_or("?", |s| s),
+                    lens.join(", "),
+                    o.max_err,
+                    o.agreed,
+                    o.steps
+                );
+            }
         }
     }
 }

@@ -103,15 +103,22 @@ pub(crate) const COUNTER_TOKENS: usize = 256;
 /// Most chunks the prefix is cut into (the grid's depth; `ATT_MAX_SPLITS`: the combining
 /// block holds a weight per chunk and head in shared memory).
 const ATT_MAX_SPLITS: usize = 64;
-/// Blocks the grid aims at for a prefix as long as the cache: an H100's 132 multiprocessors
-/// hold 4 attention blocks each (528), so about 2 waves, short chunks where there are few
-/// rows and heads and long ones (fewer partials to combine) where there are many.
+/// Blocks the grid aims at for a prefix as long as the cache, at most: one wave of an H100's
+/// 132 multiprocessors holding 4 attention blocks each (`attention_d64`/`d128` in 16-bit
+/// types; the d256 and f32 kernels hold 2, so two waves). Rounded down: fewer, longer chunks.
 ///
-/// Measured on an H100 (bench/attention_probe.cu's sweep, docs/gpu-runs/2026-11-25-issue32/
-/// run8-probe-first.txt), with a 256-key shortest chunk: against 2,048 blocks, 1,056 saves
-/// 3.1 µs a layer at batch 8, position 8,000 and 1.4 at batch 32, position 2,000, and costs
-/// 1.9 at batch 32, position 8,000.
-const ATT_BLOCKS: usize = 1056;
+/// Measured on an H100 (bench/attention_probe.cu, every split count; docs/gpu-runs/
+/// 2026-11-26b-issue32/run18-attention-splits.txt and run19), µs a layer against the rule
+/// before (about 1,056 blocks): 51.7 against 57.2 at batch 8, position 8,000; 51.1 against
+/// 56.1 at batch 32, position 2,000; 179.9 against 185.0 at batch 32, position 8,000; and
+/// 15.0 against 16.0 at batch 1, position 8,000 (with [`ATT_MOST_SPLITS`]). Level elsewhere.
+/// Past one wave the last blocks run alone, and each chunk's partials and their combination
+/// cost more than the parallelism gains.
+const ATT_BLOCKS: usize = 528;
+/// Most chunks a prefix is cut into (the grid's depth; at most `ATT_MAX_SPLITS`). At batch
+/// 1, position 8,000 (8 key heads) 16 chunks of 500 keys took 14.8 µs, 33 of 250 15.7 and 64
+/// of 125 19.8 (same runs): combining more partials costs more than it spreads.
+const ATT_MOST_SPLITS: usize = 16;
 /// The shortest chunk, in keys (the kernel rounds chunks up to a multiple of 64: 16 keys for
 /// each of its 4 warps). Against 128 keys (same sweep), 256 saves 4.0 µs a layer at batch 1,
 /// position 8,000 and 3.1 at batch 8, position 2,000, and is level elsewhere: a chunk's fixed
@@ -134,16 +141,16 @@ pub(crate) fn attention_split(g: usize, dim: usize, _elem: usize, max_seq: usize
     } else {
         256
     };
-    let most = ATT_MAX_SPLITS.min(max_seq.div_ceil(ATT_MIN_CHUNK)).max(1);
+    let most = ATT_MOST_SPLITS.min(ATT_MAX_SPLITS).min(max_seq.div_ceil(ATT_MIN_CHUNK)).max(1);
     Some((width, g.div_ceil(ATT_HEADS), most))
 }
 
 /// The grid's depth (chunks at most) and longest chunk for `blocks` blocks per chunk (rows x
-/// key heads x head groups x tokens): enough chunks for about [`ATT_BLOCKS`] blocks at a
-/// prefix of `max_seq`, at most `most`; the kernel sizes the chunks from the actual length
-/// on the device, so a shorter prefix runs fewer of them.
+/// key heads x head groups x tokens): as many chunks as keep the grid within [`ATT_BLOCKS`]
+/// blocks at a prefix of `max_seq` (at least 1), at most `most`; the kernel sizes the chunks
+/// from the actual length on the device, so a shorter prefix runs fewer of them.
 fn attention_grid(blocks: usize, most: usize, max_seq: usize) -> (usize, usize) {
-    let nsplit = ATT_BLOCKS.div_ceil(blocks.max(1)).clamp(1, most);
+    let nsplit = (ATT_BLOCKS / blocks.max(1)).clamp(1, most);
     (nsplit, max_seq.div_ceil(nsplit))
 }
 
@@ -282,8 +289,15 @@ pub(crate) fn gemv_launch(n: usize, k: usize, elem: usize, glu: bool) -> (u32, u
 
 /// Rows of `x` the tensor-core kernel takes (`mmv1_*`: 8 * NT with NT = 1).
 pub(crate) const MMV_MAX_M: usize = 8;
-/// Dynamic shared memory the tensor-core kernel may ask for (what every GPU from compute 8.0
-/// gives a block: 99 KB on compute 8.6 and 8.9).
+/// Dynamic shared memory the tensor-core kernel may ask for: past it (an RMSNorm staged for K
+/// above about 5,000, hidden 5,120 and up) the norm kernel and cuBLAS take the product.
+///
+/// Not the device's limit (227 KB a block on an H100), by measurement: staged past 96 KB at
+/// hidden 5,120 (97 and 102 KB, 2 blocks a multiprocessor), the kernel took 37.2 µs for QKV
+/// (7,168 outputs) and 123.1 µs for gate/up (13,824) at 8 rows, against 29.9 and 102.9 for
+/// cuBLAS's bare products (bench/mmv_probe.cu, docs/gpu-runs/2026-11-26b-issue32/
+/// run18-mmv-sweep.txt): slower than the norm kernel and cuBLAS together. Every GPU from
+/// compute 8.0 gives a block at least 99 KB.
 pub(crate) const MMV_MAX_SMEM: usize = 96 * 1024;
 /// 16-byte words of padding a staged row (`MMV_PAD`).
 const MMV_PAD: usize = 4;
@@ -297,6 +311,11 @@ const MMV_PAD: usize = 4;
 ///   chunks of 32 columns) or the warps would pass 128 a multiprocessor.
 /// - The grid: every group of tiles its own block, up to 2 blocks a multiprocessor (1 of 512
 ///   threads); past that the blocks stride.
+/// - Except an RMSNorm staged without GLU, with at least as many tiles as multiprocessors (QKV,
+///   the LM head): every block forms f(x) once, so fewer, larger blocks pay for it fewer times. 512 threads, `ks` 8 (2 tiles a block) up to
+///   4 blocks' worth of tiles a multiprocessor, else 4 (4 tiles), and up to 2 blocks a
+///   multiprocessor. At 3 and 8 rows this took QKV from 9.37 / 11.46 µs to 7.73 / 8.78 and
+///   the LM head from 179.4 / 183.9 to 175.9 / 180.0 (the sweep's best launches, run18).
 /// - Shared memory: the staged f(x) and norm weight (9 rows of `k / 8 + MMV_PAD` 16-byte
 ///   words), then the warps' sums (`16 * 9` f32 a warp, twice for GLU).
 ///
@@ -304,14 +323,23 @@ const MMV_PAD: usize = 4;
 pub(crate) fn mmv_launch(n: usize, k: usize, glu: bool, staged: bool) -> (u32, u32, u32, usize) {
     let tiles = n.div_ceil(16);
     let chunks = k.div_ceil(32);
-    let threads = if tiles < GEMV_SMS { 512 } else { 256 };
+    let norm_only = staged && !glu && tiles >= GEMV_SMS;
+    let threads = if tiles < GEMV_SMS || norm_only { 512 } else { 256 };
     let warps = threads / 32;
-    let mut ks = warps;
-    while ks > 1 && (chunks < 4 * ks || tiles * ks > GEMV_SMS * 128) {
+    let mut ks = if norm_only {
+        if tiles <= 4 * GEMV_SMS {
+            8
+        } else {
+            4
+        }
+    } else {
+        warps
+    };
+    while ks > 1 && (chunks < 4 * ks || (!norm_only && tiles * ks > GEMV_SMS * 128)) {
         ks /= 2;
     }
     let groups = tiles.div_ceil(warps / ks);
-    let grid = groups.clamp(1, GEMV_SMS * if threads == 512 { 1 } else { 2 });
+    let grid = groups.clamp(1, GEMV_SMS * if threads == 512 && !norm_only { 1 } else { 2 });
     let stage = if staged { 9 * (k / 8 + MMV_PAD) * 16 } else { 0 };
     let sums = warps * if glu { 2 } else { 1 } * 16 * 9 * 4;
     (threads as u32, ks as u32, grid as u32, stage + sums)
@@ -527,5 +555,55 @@ mod tests {
             }
         }
         assert_eq!(SP_WORDS % 2, 0, "rows of scratch keep the u64 slot 8-byte aligned");
+    }
+
+    /// The attention grid at the Llama-3.2-1B shape (8 key heads, 4 query heads each: one head
+    /// group) and a cache of 8,256: one wave of 528 blocks at most, 16 chunks at most, never
+    /// none; a short cache is cut into 256-key chunks at least; a prefill chunk of 256 tokens
+    /// is one chunk deep.
+    #[test]
+    fn attention_grids() {
+        let (_, nhg, most) = attention_split(4, 64, 2, 8256).unwrap();
+        assert_eq!((nhg, most), (1, 16));
+        for (rows, want) in [(1, 16), (2, 16), (4, 16), (8, 8), (16, 4), (32, 2), (64, 1), (128, 1)] {
+            let (nsplit, chunk) = attention_grid(rows * 8 * nhg, most, 8256);
+            assert_eq!(nsplit, want, "{rows} rows");
+            assert!(nsplit * 8 * rows <= ATT_BLOCKS || nsplit == 1, "{rows} rows: {nsplit} chunks");
+            assert!(nsplit * chunk >= 8256, "{rows} rows: {nsplit} x {chunk} leave keys out");
+        }
+        assert_eq!(attention_grid(8 * 256, most, 8256).0, 1, "a 256-token prefill chunk");
+        let (_, _, short) = attention_split(4, 64, 2, 300).unwrap();
+        assert_eq!(attention_grid(8, short, 300), (2, 150));
+        assert_eq!(attention_split(7, 64, 2, 8256).unwrap().1, 2, "7 query heads a key head: 2 groups of 4");
+    }
+
+    /// The tensor-core launches at the Llama-3.2-1B shapes are the sweep's best (run18), every
+    /// launch's warps divide into whole tiles, and the sizes `tests/decode.rs` puts at the 48 KB
+    /// line are still there.
+    #[test]
+    fn mmv_launches() {
+        // (n, k, glu, staged) -> (threads, ks, grid)
+        for ((n, k, glu, st), want) in [
+            ((3072, 2048, false, true), (512, 8, 96)),     // QKV
+            ((2048, 2048, false, false), (512, 16, 128)),  // output (+ residual)
+            ((8192, 2048, true, true), (256, 8, 264)),     // gate/up
+            ((2048, 8192, false, false), (512, 16, 128)),  // down (+ residual)
+            ((128_256, 2048, false, true), (512, 4, 264)), // LM head
+        ] {
+            let (threads, ks, grid, _) = mmv_launch(n, k, glu, st);
+            assert_eq!((threads, ks, grid), want, "n {n} k {k} glu {glu} staged {st}");
+        }
+        for n in [8, 100, 1000, 2112, 3072, 8192, 128_256] {
+            for k in [64, 200, 2048, 8192] {
+                for (glu, st) in [(false, false), (false, true), (true, false), (true, true)] {
+                    let (threads, ks, grid, _) = mmv_launch(n, k, glu, st);
+                    assert!(threads == 256 || threads == 512);
+                    assert!(ks >= 1 && (threads / 32) % ks == 0, "n {n} k {k}: ks {ks} of {threads} threads");
+                    assert!(grid >= 1 && grid <= 2 * GEMV_SMS as u32, "n {n} k {k}: grid {grid}");
+                }
+            }
+        }
+        assert_eq!(mmv_launch(2112, 2176, false, true).3, 48_960);
+        assert_eq!(mmv_launch(2112, 2168, true, true).3, 48_816);
     }
 }
