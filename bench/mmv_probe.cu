@@ -87,12 +87,13 @@ static u32 smem_of(u32 nt, bool glu, u32 threads, u32 k, bool st) {
 // fewer than the multiprocessors, else 256; ks = the block's warps, halved while a slice would
 // have fewer than 2 rounds of loads (4 chunks) or the warps would pass 128 a multiprocessor;
 // the grid: every group its own block, up to 2 blocks a multiprocessor (1 of 512 threads).
-// Staged without GLU and at least 132 tiles: 512 threads, ks 8 up to 528 tiles, else 4, and up
-// to 2 blocks a multiprocessor (run18's sweep).
+// Staged without GLU, at least 132 tiles, and the 512-thread launch within 96 KB of shared
+// memory: 512 threads, ks 8 up to 528 tiles, else 4, and a grid of up to 2 x 132 blocks (one
+// 512-thread block is resident a multiprocessor: two waves) (run18's sweep).
 static Cfg rule(u32 n, u32 k, u32 M, bool glu, bool staged) {
     const u32 nt = M <= 8 ? 1 : M <= 16 ? 2 : 4;
     const u32 tiles = (n + 15) / 16, chunks = (k + 31) / 32;
-    const bool norm_only = staged && !glu && tiles >= 132;
+    const bool norm_only = staged && !glu && tiles >= 132 && smem_of(nt, false, 512, k, true) <= 96 * 1024;
     const u32 threads = tiles < 132 || norm_only ? 512 : 256, warps = threads / 32;
     u32 ks = norm_only ? (tiles <= 4 * 132 ? 8 : 4) : warps;
     while (ks > 1 && (chunks < 4 * ks || (!norm_only && tiles * ks > 132 * 128))) ks /= 2;
@@ -272,7 +273,8 @@ int main(int argc, char** argv) {
                        same ? "equal" : "DIFFERENT");
             }
         }
-    printf("correctness: %s (%llu failures)\n", total_bad ? "FAILED" : "passed", (ull)total_bad);
+    if (timing_only) printf("correctness: skipped (timing)\n");
+    else printf("correctness: %s (%llu failures)\n", total_bad ? "FAILED" : "passed", (ull)total_bad);
     if (check_only) return total_bad ? 1 : 0;
 
     // ----------------------------- timing ----------------------------------------------
@@ -347,8 +349,9 @@ int main(int argc, char** argv) {
                M, c.med / 1e3, gb * 1e6 / c.med, m.med / 1e3, gb * 1e6 / m.med, m.lo / 1e3, m.hi / 1e3, c.med / m.med, b.med / 1e3);
     }
 
-    // Wider models (hidden 5,120): f(x) staged takes more than 96 KB of shared memory a block.
-    printf("\n## hidden 5120 (RMSNorm staged past 96 KB), us per node\n");
+    // Wider models (hidden 5,120): f(x) staged takes about 96 KB of shared memory a block
+    // (QKV's launch 97,344 bytes, within the crate's bound; gate/up's 101,952, past it).
+    printf("\n## hidden 5120 (RMSNorm staged, about 96 KB of shared memory), us per node\n");
     const Shape wide[] = {
         {"qkv 5120 (RMSNorm)", 7168, 5120, 1, false, false, false, 8},
         {"gate/up 5120 GLU (RMSNorm)", 13824, 5120, 1, false, false, true, 3},

@@ -26,6 +26,7 @@ ORDER = [
     "torch.cuda.graph",
     "replay, unfused",
     "compile (max-autotune-no-cudagraphs) + graph",
+    "compile (default) + graph",
     "replay, fused",
 ]
 LABEL = {
@@ -33,7 +34,8 @@ LABEL = {
     "eager (capture-ready layers)": "candle eager (capture-ready layers)",
     "torch.cuda.graph": "PyTorch torch.cuda.graph",
     "replay, unfused": "capture-candle replay, unfused",
-    "compile (max-autotune-no-cudagraphs) + graph": "PyTorch compile + graph",
+    "compile (max-autotune-no-cudagraphs) + graph": "PyTorch compile (max-autotune) + graph",
+    "compile (default) + graph": "PyTorch compile (default) + graph",
     "replay, fused": "capture-candle replay, fused",
 }
 COLOR = {
@@ -42,6 +44,7 @@ COLOR = {
     "torch.cuda.graph": "#888888",
     "replay, unfused": "#4292c6",
     "compile (max-autotune-no-cudagraphs) + graph": "#444444",
+    "compile (default) + graph": "#111111",
     "replay, fused": "#08519c",
 }
 MODES = ["greedy", "topk", "plain"]

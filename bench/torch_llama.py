@@ -6,9 +6,9 @@ cache, decoded one token at a time, three ways, alternated round by round:
   torch.cuda.graph      the eager step captured and replayed
   compile + graph       torch.compile(mode="max-autotune-no-cudagraphs"), captured in a graph
   compile-default       torch.compile(mode="default") (no autotuning: cuBLAS's products), captured
-                        in a graph; `--paths compile-default` (not in the default set). Autotuning
-                        picks its matmul kernels by timing them, and has picked slower ones on
-                        some runs (docs/gpu-runs/2026-11-26b-issue32/README.md).
+                        in a graph; `--paths compile-default` (not in the default set). On an H100
+                        it was faster than max-autotune at every batch, and max-autotune's step
+                        varied from run to run (docs/gpu-runs/2026-11-26b-issue32/README.md).
 
 The step is the same as capture-candle's: token and position read from device tensors, the
 KV cache written at the position (index_put), RoPE from a table gathered at the position,

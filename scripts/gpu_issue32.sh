@@ -21,6 +21,10 @@ c=.device/candle
 one() { ls $c/$1-* 2>/dev/null | grep -v '\.d$' | head -1; }
 tag=${TAG:-$1}
 fail=0
+# Failures inside `{ ...; } | tee` happen in a subshell: each is written down here, and the
+# exit status reads the file.
+rm -f "$out/.failed-$tag"
+failed() { echo "FAILED: $*"; echo "$*" >> "$out/.failed-$tag"; }
 case "$1" in
   tests)
     {
@@ -28,29 +32,29 @@ case "$1" in
       for t in decode generate model own gpu; do
         b=$(one "$t"); [ -n "$b" ] || continue
         echo "=== $t ($b)"
-        timeout 300 "$b" --include-ignored --test-threads=1 2>&1 | grep -vE '^test .* ok$' || { echo "FAILED: $t"; fail=1; }
+        timeout 300 "$b" --include-ignored --test-threads=1 2>&1 | grep -vE '^test .* ok$' || failed "$t"
       done
       # Real-size replay = eager, greedy and seeded sampling (the sampler's graph nodes included).
       echo "=== model_proof"
-      timeout 200 $c/model_proof --tokens 32 || { echo "FAILED: model_proof"; fail=1; }
+      timeout 200 $c/model_proof --tokens 32 || failed "model_proof"
     } 2>&1 | tee "$out/$tag.txt"
     ;;
   ours)
     { nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
       timeout ${LIMIT:-420} $c/llama_bench --rounds ${ROUNDS:-10} --max-seq 8256 --batches 1,8,32 --positions 64,2000,8000 \
-        --sampling greedy,topk,plain --paths fused --no-breakdown ${GENERATOR:---generator} || { echo "FAILED: llama_bench"; fail=1; }
+        --sampling greedy,topk,plain --paths fused --no-breakdown ${GENERATOR:---generator} || failed "llama_bench"
     } 2>&1 | tee "$out/$tag.txt"
     ;;
   torch-short)
     timeout ${LIMIT:-580} python3 bench/torch_llama.py --rounds 10 --max-seq 2112 --batches "${BATCHES:-1,8,32}" \
-      --positions 64,2000 --sampling ${SAMPLING:-greedy,topk} --paths ${TORCH_PATHS:-compile,compile-default} 2>&1 | tee "$out/$tag.txt" || fail=1
+      --positions 64,2000 --sampling ${SAMPLING:-greedy,topk} --paths ${TORCH_PATHS:-compile,compile-default} 2>&1 | tee "$out/$tag.txt" || failed "$tag"
     ;;
   torch-long)
     timeout ${LIMIT:-580} python3 bench/torch_llama.py --rounds 10 --max-seq 8256 --batches "${BATCHES:-8,32}" \
-      --positions 8000 --sampling greedy --paths ${TORCH_PATHS:-compile,compile-default} 2>&1 | tee "$out/$tag.txt" || fail=1
+      --positions 8000 --sampling greedy --paths ${TORCH_PATHS:-compile,compile-default} 2>&1 | tee "$out/$tag.txt" || failed "$tag"
     ;;
   probe)
-    { nvcc -O3 -arch=sm_90 -std=c++17 bench/attention_probe.cu -o /tmp/attention_probe && timeout 200 /tmp/attention_probe ${PROBE_ARGS:-}; } 2>&1 | tee "$out/$tag.txt" || fail=1
+    { nvcc -O3 -arch=sm_90 -std=c++17 bench/attention_probe.cu -o /tmp/attention_probe && timeout 200 /tmp/attention_probe ${PROBE_ARGS:-}; } 2>&1 | tee "$out/$tag.txt" || failed "$tag"
     ;;
   aba)
     # A (llama_bench), B (PyTorch compile + graph at BATCH, default 8: positions 64/2000, then
@@ -58,30 +62,30 @@ case "$1" in
     # after each A: the change and its baseline on one machine, in one command.
     ours_once() {
       timeout ${LIMIT:-150} $c/${1:-llama_bench} --rounds ${ROUNDS:-6} --max-seq 8256 --batches ${OURS_BATCHES:-1,8,32} \
-        --positions 64,2000,8000 --sampling greedy --paths fused --no-breakdown || { echo "FAILED: ${1:-llama_bench}"; fail=1; }
+        --positions 64,2000,8000 --sampling greedy --paths fused --no-breakdown || failed "${1:-llama_bench}"
     }
     old_once() { [ "${OLD:-0}" = 1 ] && ours_once llama_bench_old 2>&1 | tee "$out/${tag}-$1.txt"; }
     { nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; ours_once; } 2>&1 | tee "$out/${tag}-A1.txt"
     old_once O1
     timeout 240 python3 bench/torch_llama.py --rounds 10 --max-seq 2112 --batches ${BATCH:-8} --positions 64,2000 --sampling greedy \
-      --paths ${TORCH_PATHS:-compile,compile-default} 2>&1 | tee "$out/${tag}-B-short.txt" || fail=1
+      --paths ${TORCH_PATHS:-compile,compile-default} 2>&1 | tee "$out/${tag}-B-short.txt" || failed "$tag"
     timeout 240 python3 bench/torch_llama.py --rounds 10 --max-seq 8256 --batches ${BATCH:-8} --positions 8000 --sampling greedy \
-      --paths ${TORCH_PATHS:-compile,compile-default} 2>&1 | tee "$out/${tag}-B-8000.txt" || fail=1
+      --paths ${TORCH_PATHS:-compile,compile-default} 2>&1 | tee "$out/${tag}-B-8000.txt" || failed "$tag"
     ours_once 2>&1 | tee "$out/${tag}-A2.txt"
     old_once O2
     ;;
   mmv-step)
     { nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
       timeout ${LIMIT:-500} $c/llama_bench --rounds ${ROUNDS:-10} --max-seq 8256 --batches ${BATCHES:-3,8} --positions 64,2000,8000 \
-        --sampling ${SAMPLING:-greedy,topk} --paths fused,cublas ${BREAKDOWN:---no-breakdown} || { echo "FAILED: llama_bench"; fail=1; }
+        --sampling ${SAMPLING:-greedy,topk} --paths fused,cublas ${BREAKDOWN:---no-breakdown} || failed "llama_bench"
     } 2>&1 | tee "$out/$tag.txt"
     ;;
   mmv)
     { nvcc -O3 -std=c++17 -gencode arch=compute_80,code=sm_90 -Xcompiler -fopenmp bench/mmv_probe.cu -o /tmp/mmv_probe -lcublas || exit 1
       if [ "${SANITIZE:-0}" = 1 ]; then
-        timeout 300 compute-sanitizer --tool memcheck /tmp/mmv_probe check 2>&1 | tail -25 || fail=1
+        timeout 300 compute-sanitizer --tool memcheck /tmp/mmv_probe check 2>&1 | tail -25 || failed "$tag"
       fi
-      timeout ${LIMIT:-400} /tmp/mmv_probe ${PROBE_ARGS:-} || fail=1
+      timeout ${LIMIT:-400} /tmp/mmv_probe ${PROBE_ARGS:-} || failed "$tag"
     } 2>&1 | tee "$out/$tag.txt"
     ;;
   batches)
@@ -90,13 +94,15 @@ case "$1" in
     export CAPTURE_CANDLE_FIXTURES=$PWD/capture-candle/tests/fixtures CAPTURE_CONFORMANCE_REAL=/tmp/real
     { python3 -c 'import transformers, torch; print("transformers", transformers.__version__, "torch", torch.__version__)'
       [ -d /tmp/real ] || timeout 300 python3 scripts/conformance/real_shapes.py --out /tmp/real >/dev/null 2>&1 \
-        || { echo "FAILED: real_shapes.py"; fail=1; }
+        || failed "real_shapes.py"
       b=$(one conformance); echo "=== conformance ($b)"
-      timeout 400 "$b" --include-ignored --test-threads=1 --nocapture || { echo "FAILED: conformance"; fail=1; }
+      timeout 400 "$b" --include-ignored --test-threads=1 --nocapture || failed "conformance"
       b=$(one decode); echo "=== decode ($b)"
-      timeout 300 "$b" --include-ignored --test-threads=1 shared_memory 96_kb || { echo "FAILED: decode"; fail=1; }
+      timeout 300 "$b" --include-ignored --test-threads=1 shared_memory 96_kb || failed "decode"
     } 2>&1 | tee "$out/$tag.txt"
     ;;
   *) echo "unknown mode $1"; exit 2 ;;
 esac
+[ -s "$out/.failed-$tag" ] && fail=1
+rm -f "$out/.failed-$tag"
 exit $fail

@@ -289,15 +289,16 @@ pub(crate) fn gemv_launch(n: usize, k: usize, elem: usize, glu: bool) -> (u32, u
 
 /// Rows of `x` the tensor-core kernel takes (`mmv1_*`: 8 * NT with NT = 1).
 pub(crate) const MMV_MAX_M: usize = 8;
-/// Dynamic shared memory the tensor-core kernel may ask for: past it (an RMSNorm staged for K
-/// above about 5,000, hidden 5,120 and up) the norm kernel and cuBLAS take the product.
+/// Dynamic shared memory the tensor-core kernel may ask for (what every GPU from compute 8.0
+/// gives a block: 99 KB on compute 8.6 and 8.9); past it the norm kernel and cuBLAS take the
+/// product. With an RMSNorm staged, K up to about 5,000 fits (hidden 5,120: QKV's launch
+/// takes 97,344 bytes, gate/up's 101,952 does not).
 ///
-/// Not the device's limit (227 KB a block on an H100), by measurement: staged past 96 KB at
-/// hidden 5,120 (97 and 102 KB, 2 blocks a multiprocessor), the kernel took 37.2 µs for QKV
-/// (7,168 outputs) and 123.1 µs for gate/up (13,824) at 8 rows, against 29.9 and 102.9 for
-/// cuBLAS's bare products (bench/mmv_probe.cu, docs/gpu-runs/2026-11-26b-issue32/
-/// run18-mmv-sweep.txt): slower than the norm kernel and cuBLAS together. Every GPU from
-/// compute 8.0 gives a block at least 99 KB.
+/// Not raised to the device's limit (227 KB a block on an H100), by measurement: at hidden
+/// 5,120 and 8 rows the kernel took 37.2 µs for QKV (7,168 outputs, 97 KB) and 123.1 µs for
+/// gate/up (13,824 outputs, 102 KB, a launch only the probe can make), against 29.9 and 102.9
+/// for cuBLAS's bare products (bench/mmv_probe.cu, docs/gpu-runs/2026-11-26b-issue32/
+/// run18-mmv-sweep.txt). Gate/up stays on the norm kernel and cuBLAS.
 pub(crate) const MMV_MAX_SMEM: usize = 96 * 1024;
 /// 16-byte words of padding a staged row (`MMV_PAD`).
 const MMV_PAD: usize = 4;
@@ -312,10 +313,13 @@ const MMV_PAD: usize = 4;
 /// - The grid: every group of tiles its own block, up to 2 blocks a multiprocessor (1 of 512
 ///   threads); past that the blocks stride.
 /// - Except an RMSNorm staged without GLU, with at least as many tiles as multiprocessors (QKV,
-///   the LM head): every block forms f(x) once, so fewer, larger blocks pay for it fewer times. 512 threads, `ks` 8 (2 tiles a block) up to
-///   4 blocks' worth of tiles a multiprocessor, else 4 (4 tiles), and up to 2 blocks a
-///   multiprocessor. At 3 and 8 rows this took QKV from 9.37 / 11.46 µs to 7.73 / 8.78 and
-///   the LM head from 179.4 / 183.9 to 175.9 / 180.0 (the sweep's best launches, run18).
+///   the LM head): every block forms f(x) once, so fewer, larger blocks pay for it fewer
+///   times. 512 threads; `ks` 8 (2 tiles a block) up to 528 tiles, else 4 (4 tiles); a grid
+///   of up to 2 blocks per multiprocessor (at 111 registers one 512-thread block is resident
+///   on each, so the blocks run in two waves). At 3 and 8 rows this took QKV from 9.37 / 11.46
+///   µs to 7.73 / 8.78 and the LM head from 179.4 / 183.9 to 175.9 / 180.0 (the sweep's best
+///   launches, run18). Where its shared memory would pass [`MMV_MAX_SMEM`] (hidden 5,120:
+///   16 warps' sums) the launch above is kept, as before.
 /// - Shared memory: the staged f(x) and norm weight (9 rows of `k / 8 + MMV_PAD` 16-byte
 ///   words), then the warps' sums (`16 * 9` f32 a warp, twice for GLU).
 ///
@@ -323,26 +327,24 @@ const MMV_PAD: usize = 4;
 pub(crate) fn mmv_launch(n: usize, k: usize, glu: bool, staged: bool) -> (u32, u32, u32, usize) {
     let tiles = n.div_ceil(16);
     let chunks = k.div_ceil(32);
-    let norm_only = staged && !glu && tiles >= GEMV_SMS;
+    let smem = |threads: usize| {
+        let stage = if staged { 9 * (k / 8 + MMV_PAD) * 16 } else { 0 };
+        stage + threads / 32 * if glu { 2 } else { 1 } * 16 * 9 * 4
+    };
+    let norm_only = staged && !glu && tiles >= GEMV_SMS && smem(512) <= MMV_MAX_SMEM;
     let threads = if tiles < GEMV_SMS || norm_only { 512 } else { 256 };
     let warps = threads / 32;
-    let mut ks = if norm_only {
-        if tiles <= 4 * GEMV_SMS {
-            8
-        } else {
-            4
-        }
-    } else {
-        warps
+    let mut ks = match (norm_only, tiles <= 4 * GEMV_SMS) {
+        (true, true) => 8,
+        (true, false) => 4,
+        (false, _) => warps,
     };
     while ks > 1 && (chunks < 4 * ks || (!norm_only && tiles * ks > GEMV_SMS * 128)) {
         ks /= 2;
     }
     let groups = tiles.div_ceil(warps / ks);
     let grid = groups.clamp(1, GEMV_SMS * if threads == 512 && !norm_only { 1 } else { 2 });
-    let stage = if staged { 9 * (k / 8 + MMV_PAD) * 16 } else { 0 };
-    let sums = warps * if glu { 2 } else { 1 } * 16 * 9 * 4;
-    (threads as u32, ks as u32, grid as u32, stage + sums)
+    (threads as u32, ks as u32, grid as u32, smem(threads))
 }
 
 /// `y = f(x) . w^T (+ residual)` in one kernel; `mode` 0 plain, 1 RMSNorm with `nw`, 2
@@ -599,11 +601,18 @@ mod tests {
                     let (threads, ks, grid, _) = mmv_launch(n, k, glu, st);
                     assert!(threads == 256 || threads == 512);
                     assert!(ks >= 1 && (threads / 32) % ks == 0, "n {n} k {k}: ks {ks} of {threads} threads");
-                    assert!(grid >= 1 && grid <= 2 * GEMV_SMS as u32, "n {n} k {k}: grid {grid}");
+                    assert!((1..=2 * GEMV_SMS as u32).contains(&grid), "n {n} k {k}: grid {grid}");
                 }
             }
         }
         assert_eq!(mmv_launch(2112, 2176, false, true).3, 48_960);
         assert_eq!(mmv_launch(2112, 2168, true, true).3, 48_816);
+        // Hidden 5,120: QKV and the LM head keep the 256-thread launch, within the bound;
+        // gate/up passes it (the norm kernel and cuBLAS take it).
+        for n in [7168, 152_064] {
+            let (threads, _, _, smem) = mmv_launch(n, 5120, false, true);
+            assert_eq!((threads, smem), (256, 97_344), "n {n}");
+        }
+        assert!(mmv_launch(13_824, 5120, true, true).3 > MMV_MAX_SMEM);
     }
 }
