@@ -386,9 +386,9 @@ fn models_match_transformers_in_batches_gpu() {
 
 /// Real shapes (issue #31, part 5): checkpoints of the Llama-3.2-1B and Qwen2.5-0.5B shapes that
 /// transformers saved (`scripts/conformance/real_shapes.py`, run on the GPU machine: 1–2.5 GB
-/// each, not committed), in both config forms, with prompts of 13, 150 and 300 tokens (decode
-/// reads up to 128 keys, more than 128, and the prefill runs past 256 tokens) and 40 greedy
-/// steps. Runs where `CAPTURE_CONFORMANCE_REAL` names their folder; prints the conformance
+/// each, not committed), in both config forms, with prompts of 13, 150, 300 and 4,200 tokens
+/// (decode reads up to 128 keys, more than 128, many chunks of keys, and the prefill runs past
+/// 256 tokens) and 40 greedy steps. The cache holds the longest prompt and its steps. Runs where `CAPTURE_CONFORMANCE_REAL` names their folder; prints the conformance
 /// table, with the prompts as they are and repeated to 8 rows. The bounds are the small
 /// fixtures' CUDA bounds, in every dtype.
 #[test]
@@ -405,11 +405,12 @@ fn real_shapes_match_transformers_gpu() {
     println!("|---|---|---|---|---|---|---|");
     for dtype in [DType::F32, DType::F16, DType::BF16] {
         for fx in &fxs {
-            // The prompts as they are (3 rows), then repeated to 8 rows: both take the
-            // tensor-core products in f16 and bf16.
+            let max_seq = fx.prompts.iter().map(|p| p.ids.len() + p.tokens.len()).max().unwrap().next_multiple_of(256);
+            // The prompts as they are, then repeated to 8 rows: both take the tensor-core
+            // products in f16 and bf16.
             for batch in [fx.prompts.len(), 8] {
                 let tol = tolerance(dtype, true);
-                let o = conform_rows(fx, &dev, dtype, tol, 512, batch);
+                let o = conform_rows(fx, &dev, dtype, tol, max_seq, batch);
                 let lens: Vec<String> =
                     (0..batch).map(|r| fx.prompts[r % fx.prompts.len()].ids.len().to_string()).collect();
                 println!(
