@@ -149,22 +149,22 @@ fn top2_gap(logits: &[f32]) -> f32 {
 /// Loads `fx` in `dtype` on `dev`, prefills each prompt into its own row of one state,
 /// decodes every row together, and checks each step against transformers.
 fn conform(fx: &Fixture, dev: &Device, dtype: DType) -> Outcome {
-    conform_with(fx, dev, dtype, tolerance(dtype, dev.is_cuda()), MAX_SEQ)
+    conform_rows(fx, dev, dtype, tolerance(dtype, dev.is_cuda()), MAX_SEQ, fx.prompts.len())
 }
 
-/// [`conform`] with a bound and a cache length of its own.
-fn conform_with(fx: &Fixture, dev: &Device, dtype: DType, tol: f64, max_seq: usize) -> Outcome {
-    conform_rows(fx, dev, dtype, tol, max_seq, fx.prompts.len())
+/// The prompt of each of `batch` rows: row `r` holds prompt `r % prompts`.
+fn row_prompts(fx: &Fixture, batch: usize) -> Vec<&Prompt> {
+    (0..batch).map(|r| &fx.prompts[r % fx.prompts.len()]).collect()
 }
 
-/// [`conform_with`] on a batch of `batch` rows: row `r` holds prompt `r % prompts`, so a
+/// [`conform`] with a bound, a cache length and a batch of its own: [`row_prompts`], so a
 /// fixture's prompts (of different lengths, hence different positions) fill any batch, and
 /// each row is checked against its prompt's goldens. Batches of 3 to 8 rows of f16 or bf16
 /// take the tensor-core products on CUDA (`decode::matvec_rows`), 1 and 2 rows the GEMV.
 fn conform_rows(fx: &Fixture, dev: &Device, dtype: DType, tol: f64, max_seq: usize, batch: usize) -> Outcome {
     let model = Model::from_dir(&fx.dir, dtype, max_seq, dev).unwrap_or_else(|e| panic!("{}: {e}", fx.name));
     let state = model.new_state(batch).unwrap();
-    let rows: Vec<&Prompt> = (0..batch).map(|r| &fx.prompts[r % fx.prompts.len()]).collect();
+    let rows = row_prompts(fx, batch);
     for (row, p) in rows.iter().enumerate() {
         model.prefill(&state, row, &p.ids).unwrap();
     }
@@ -388,9 +388,10 @@ fn models_match_transformers_in_batches_gpu() {
 /// transformers saved (`scripts/conformance/real_shapes.py`, run on the GPU machine: 1–2.5 GB
 /// each, not committed), in both config forms, with prompts of 13, 150, 300 and 4,200 tokens
 /// (decode reads up to 128 keys, more than 128, many chunks of keys, and the prefill runs past
-/// 256 tokens) and 40 greedy steps. The cache holds the longest prompt and its steps. Runs where `CAPTURE_CONFORMANCE_REAL` names their folder; prints the conformance
-/// table, with the prompts as they are and repeated to 8 rows. The bounds are the small
-/// fixtures' CUDA bounds, in every dtype.
+/// 256 tokens) and 40 greedy steps. The cache holds the longest prompt and its steps. Runs
+/// where `CAPTURE_CONFORMANCE_REAL` names their folder; prints the conformance table, with the
+/// prompts as they are and repeated to 8 rows. The bounds are the small fixtures' CUDA bounds,
+/// in every dtype.
 #[test]
 #[ignore = "needs a CUDA device and checkpoints made by scripts/conformance/real_shapes.py"]
 fn real_shapes_match_transformers_gpu() {
@@ -411,8 +412,7 @@ fn real_shapes_match_transformers_gpu() {
             for batch in [fx.prompts.len(), 8] {
                 let tol = tolerance(dtype, true);
                 let o = conform_rows(fx, &dev, dtype, tol, max_seq, batch);
-                let lens: Vec<String> =
-                    (0..batch).map(|r| fx.prompts[r % fx.prompts.len()].ids.len().to_string()).collect();
+                let lens: Vec<String> = row_prompts(fx, batch).iter().map(|p| p.ids.len().to_string()).collect();
                 println!(
                     "| {} | {} | {dtype:?} | {} | {:.2e} | {tol:.0e} | {}/{} |",
                     fx.name,
