@@ -7,9 +7,11 @@ make_fixtures.py initialises its small models), saves each model with transforme
 `save_pretrained` in bfloat16, in the transformers 5 config form and, beside it, the
 transformers 4 form (the same weights, config.json rewritten by make_fixtures.to_v4), and
 records transformers' float32 goldens computed on the GPU with eager attention and TF32 off:
-prompts of 13, 150, 300 and 4,200 tokens, 40 greedy steps, each step's full logits. The long
-prompt makes capture-candle's decode attention cut the prefix into many chunks (up to 16),
-which the short ones never reach. The folders have
+prompts of 13, 150, 300, 4,200 and 8,100 tokens, 40 greedy steps, each step's full logits.
+The long prompts make capture-candle's decode attention cut the prefix into many chunks (up to
+16), which the short ones never reach; the longest takes decode to positions 8,100 to 8,139,
+where the benchmarks time it (docs/benchmarks-llama.md), near the end of the Llama 3 RoPE's
+original 8,192 positions. The folders have
 make_fixtures.py's layout, so capture-candle's `real_shapes_match_transformers_gpu` reads them:
 
     python3 scripts/conformance/real_shapes.py --out /tmp/real
@@ -71,7 +73,7 @@ QWEN2_5_0_5B = dict(
     tie_word_embeddings=True,
     rope_parameters=dict(rope_type="default", rope_theta=1000000.0),
 )
-PROMPTS = {"p13": 13, "p150": 150, "p300": 300, "p4200": 4200}
+PROMPTS = {"p13": 13, "p150": 150, "p300": 300, "p4200": 4200, "p8100": 8100}
 STEPS = 40
 
 
