@@ -77,6 +77,16 @@ static __device__ __forceinline__ u32 key_of(float f) {
 // (pairs 2i, 2i + 1).
 //
 // Grid: (B*T, nq + nk + nv); block: dim/2 threads.
+// One rotary pair at table row pc: (x1, x2) -> (x1 cos - x2 sin, x1 sin + x2 cos), the table
+// holding each row's cosines then its sines. rope_write and the fused attention both call it,
+// so the two round the same values the same way.
+static __device__ __forceinline__ void rope_pair(const float* table, u32 pc, u32 dim, u32 i, float& x1, float& x2) {
+    const float c = table[(u64)pc * dim + i], s = table[(u64)pc * dim + dim / 2 + i];
+    const float y1 = x1 * c - x2 * s, y2 = x1 * s + x2 * c;
+    x1 = y1;
+    x2 = y2;
+}
+
 template <typename E>
 __device__ void rope_write(const typename E::T* src, u32 stride, u32 col0, const typename E::T* bias,
                            const float* table, const u32* pos, const u32* active, u32 T, u32 dim,
@@ -97,12 +107,7 @@ __device__ void rope_write(const typename E::T* src, u32 stride, u32 col0, const
         x1 += E::ld(bias, (u64)head * dim + i1);
         x2 += E::ld(bias, (u64)head * dim + i2);
     }
-    if (head < nq + nk) {
-        const float c = table[(u64)pc * dim + i], s = table[(u64)pc * dim + half + i];
-        const float y1 = x1 * c - x2 * s, y2 = x1 * s + x2 * c;
-        x1 = y1;
-        x2 = y2;
-    }
+    if (head < nq + nk) rope_pair(table, pc, dim, i, x1, x2);
     if (head < nq) {
         const u64 o = (((u64)b * nq + head) * T + t) * dim;
         E::st(q_out, o + i1, x1);
@@ -207,6 +212,7 @@ template <typename E> struct AttRaw;
 template <> struct AttRaw<BF16> {
     struct V { uint4 a; };
     static __device__ __forceinline__ V load(const u16* p, bool ok) { return V{att_ld16(p, ok)}; }
+    static __device__ __forceinline__ V lds(const u16* p) { return V{*reinterpret_cast<const uint4*>(p)}; }
     static __device__ __forceinline__ void to_f(const V& x, float* o) {
 #pragma unroll
         for (u32 k = 0; k < 4; ++k) {
@@ -219,6 +225,7 @@ template <> struct AttRaw<BF16> {
 template <> struct AttRaw<F16> {
     struct V { uint4 a; };
     static __device__ __forceinline__ V load(const u16* p, bool ok) { return V{att_ld16(p, ok)}; }
+    static __device__ __forceinline__ V lds(const u16* p) { return V{*reinterpret_cast<const uint4*>(p)}; }
     static __device__ __forceinline__ void to_f(const V& x, float* o) {
 #pragma unroll
         for (u32 k = 0; k < 4; ++k) {
@@ -231,6 +238,9 @@ template <> struct AttRaw<F16> {
 template <> struct AttRaw<F32> {
     struct V { uint4 a, b; };
     static __device__ __forceinline__ V load(const float* p, bool ok) { return V{att_ld16(p, ok), att_ld16(p + 4, ok)}; }
+    static __device__ __forceinline__ V lds(const float* p) {
+        return V{*reinterpret_cast<const uint4*>(p), *reinterpret_cast<const uint4*>(p + 4)};
+    }
     static __device__ __forceinline__ void to_f(const V& x, float* o) {
 #pragma unroll
         for (u32 k = 0; k < 4; ++k) {
@@ -261,10 +271,30 @@ template <> struct AttMma<F16> {
     }
 };
 
-template <typename E, u32 DP, u32 GK, u32 NW, bool MMA, bool PF>
+// The fused input stage (attention_rope_*, one token a row: T = 1): what rope_write takes.
+// The block forms its own heads' rotated queries from qkv (bias added, rounded to the element
+// type as rope_write rounds them), and a block whose chunk holds the new position forms the
+// new key and value the same way and uses them for that key (the cache's copy of it, read
+// past L1 while being written, is not used); the head group 0 block of that chunk writes them
+// to the cache. A position past the cache sets overflow and writes nothing (the queries
+// rotated at the last row, as rope_write does); an inactive row writes nothing and reads the
+// cache as it is. The results equal rope_write followed by attention, bit for bit.
+template <typename E> struct AttFuse {
+    const typename E::T* qkv;  // [B, (nq + 2 nk) * dim]
+    const typename E::T* bias; // [(nq + 2 nk) * dim] or null
+    const float* table;
+    const u32* active;         // [B] or null
+    u32 interleaved;
+    typename E::T* kw;         // the caches, written
+    typename E::T* vw;
+    u32* overflow;             // [B]
+};
+
+template <typename E, u32 DP, u32 GK, u32 NW, bool MMA, bool PF, bool FUSE = false>
 __device__ void attention(const typename E::T* q, const typename E::T* kc, const typename E::T* vc,
                           const u32* pos, u32 T, u32 nq, u32 nk, u32 S, u32 dim, u32 nsplit, u32 max_chunk,
-                          u32 min_chunk, float scale, float* part, u32* counters, typename E::T* out) {
+                          u32 min_chunk, float scale, float* part, u32* counters, typename E::T* out,
+                          const AttFuse<E> f = AttFuse<E>{}) {
     typedef typename E::T Elem;
     typedef AttRaw<E> R;
     constexpr u32 H = ATT_HEADS, NT = NW * 32;
@@ -282,6 +312,9 @@ __device__ void attention(const typename E::T* q, const typename E::T* kc, const
     __shared__ __align__(16) float att_q[MMA ? 1 : H][DP];  // the queries (CUDA-core scores)
     __shared__ float att_w[16][ATT_MAX_SPLITS];            // the combine's weight of each chunk
     __shared__ u32 att_last;
+    __shared__ __align__(16) Elem att_qn[FUSE ? H : 1][FUSE ? DP : 8];  // FUSE: the rotated queries
+    __shared__ __align__(16) Elem att_kn[FUSE ? DP : 8];                // FUSE: the new key
+    __shared__ __align__(16) Elem att_vn[FUSE ? DP : 8];                // FUSE: the new value
 
     const u32 g = nq / nk, nhg = (g + H - 1) / H;
     const u32 bk = blockIdx.x / nhg, hg = blockIdx.x - bk * nhg;
@@ -293,6 +326,9 @@ __device__ void attention(const typename E::T* q, const typename E::T* kc, const
     const u32 chunk = min(max_chunk, max(min_chunk, (per + 63) / 64 * 64));
     const u32 ns = (len + chunk - 1) / chunk;  // chunks in the prefix
     const u32 start = c * chunk;
+    const u32 p = FUSE ? pos[b] + t : 0u;  // FUSE: the new token's position
+    const bool over = FUSE && p >= S;
+    if (FUSE && over && kh == 0 && hg == 0 && c == 0 && threadIdx.x == 0) f.overflow[b] = 1;
     if (start >= len) return;
     const u32 end = min(start + chunk, len), n = end - start;
     const u32 tid = threadIdx.x, w = tid / 32, lane = tid % 32;
@@ -306,24 +342,36 @@ __device__ void attention(const typename E::T* q, const typename E::T* kc, const
 
     // The queries: B fragments (MMA, zero for heads past gh and dims past dim), or f32 in
     // shared memory.
+    // (FUSE: formed after the input stage below.)
     u32 qb[NU][2][2];
-    if constexpr (MMA) {
+    auto form_q = [&]() {
+        if constexpr (MMA) {
 #pragma unroll
-        for (u32 u = 0; u < NU; ++u) {
-            const u32 vi = 4 * u + cq;
-            const uint4 x = att_ld16(q + (qrow + (u64)r * T) * dim + vi * 8, r < gh && vi * 8 < dim);
-            qb[u][0][0] = x.x;
-            qb[u][0][1] = x.y;
-            qb[u][1][0] = x.z;
-            qb[u][1][1] = x.w;
+            for (u32 u = 0; u < NU; ++u) {
+                const u32 vi = 4 * u + cq;
+                const bool qok = r < gh && vi * 8 < dim;
+                uint4 x;
+                if constexpr (FUSE) {
+                    x = qok ? *reinterpret_cast<const uint4*>(&att_qn[FUSE ? r : 0][vi * 8]) : make_uint4(0u, 0u, 0u, 0u);
+                } else {
+                    x = att_ld16(q + (qrow + (u64)r * T) * dim + vi * 8, qok);
+                }
+                qb[u][0][0] = x.x;
+                qb[u][0][1] = x.y;
+                qb[u][1][0] = x.z;
+                qb[u][1][1] = x.w;
+            }
+        } else {
+            for (u32 x = tid; x < H * DP; x += NT) {
+                const u32 h = x / DP, d = x - h * DP;
+                const bool qok = h < gh && d < dim;
+                if constexpr (FUSE) att_q[h][d] = qok ? E::ld(att_qn[FUSE ? h : 0], d) : 0.f;
+                else att_q[h][d] = qok ? E::ld(q, (qrow + (u64)h * T) * dim + d) : 0.f;
+            }
+            __syncthreads();
         }
-    } else {
-        for (u32 x = tid; x < H * DP; x += NT) {
-            const u32 h = x / DP, d = x - h * DP;
-            att_q[h][d] = h < gh && d < dim ? E::ld(q, (qrow + (u64)h * T) * dim + d) : 0.f;
-        }
-        __syncthreads();
-    }
+    };
+    if constexpr (!FUSE) form_q();
 
     struct Grp {
         typename R::V k0[NU], k1[GK == 16 ? NU : 1], v[NR];
@@ -345,6 +393,45 @@ __device__ void attention(const typename E::T* q, const typename E::T* kc, const
         }
     };
 
+    Grp G;
+    // FUSE: the first group's loads go out before the queries are formed (they do not depend
+    // on them), so their latency overlaps the loads of qkv.
+    if (FUSE && PF && w < (n + GK - 1) / GK) load(G, w);
+
+    // FUSE: this block's queries, and the new key and value where this chunk holds them.
+    bool subst = false;
+    if constexpr (FUSE) {
+        const bool wr = !over && (f.active == nullptr || f.active[b] != 0);
+        subst = wr && start <= p && p < end;
+        const u32 pc = over ? S - 1 : p, half = dim / 2, qp = gh * half;
+        const Elem* src = f.qkv + (u64)b * (nq + 2 * nk) * dim;
+        for (u32 x = tid; x < qp + (subst ? 2 * half : 0); x += NT) {
+            const u32 kind = x < qp ? 0 : x < qp + half ? 1 : 2;  // query, key, value
+            const u32 hh = kind == 0 ? x / half : 0;
+            const u32 i = kind == 0 ? x - hh * half : x - qp - (kind - 1) * half;
+            const u32 head = kind == 0 ? kh * g + h0 + hh : kind == 1 ? nq + kh : nq + nk + kh;
+            const u32 i1 = f.interleaved ? 2 * i : i, i2 = f.interleaved ? 2 * i + 1 : i + half;
+            float x1 = E::ld(src, (u64)head * dim + i1), x2 = E::ld(src, (u64)head * dim + i2);
+            if (f.bias) {
+                x1 += E::ld(f.bias, (u64)head * dim + i1);
+                x2 += E::ld(f.bias, (u64)head * dim + i2);
+            }
+            if (kind < 2) rope_pair(f.table, pc, dim, i, x1, x2);
+            Elem* dst = kind == 0 ? att_qn[hh] : kind == 1 ? att_kn : att_vn;
+            E::st(dst, i1, x1);
+            E::st(dst, i2, x2);
+        }
+        __syncthreads();
+        if (subst && hg == 0) {
+            const u64 o = ((u64)b * nk + kh) * S * dim + (u64)p * dim;
+            for (u32 x = tid; x < dim; x += NT) {
+                f.kw[o + x] = att_kn[x];
+                f.vw[o + x] = att_vn[x];
+            }
+        }
+        form_q();
+    }
+
     float acc[H][8];
 #pragma unroll
     for (u32 h = 0; h < H; ++h)
@@ -354,12 +441,26 @@ __device__ void attention(const typename E::T* q, const typename E::T* kc, const
     float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.f, l1 = 0.f;
     const u32 ngroups = (n + GK - 1) / GK;
     const bool hok0 = 2 * cq < gh, hok1 = 2 * cq + 1 < gh;
-    Grp G;
-    if (PF && w < ngroups) load(G, w);
+    // FUSE: the new key and value in place of the cache's copy (their lanes only).
+    auto patch = [&](Grp& G, u32 gi) {
+        const u32 key0 = start + gi * GK;
+        if (p < key0 || p >= key0 + GK) return;
+#pragma unroll
+        for (u32 u = 0; u < NU; ++u) {
+            const u32 vi = 4 * u + cq;
+            if (vi * 8 < dim && key0 + r == p) G.k0[u] = R::lds(&att_kn[vi * 8]);
+            if (GK == 16 && vi * 8 < dim && key0 + r + 8 == p) G.k1[GK == 16 ? u : 0] = R::lds(&att_kn[vi * 8]);
+        }
+#pragma unroll
+        for (u32 i = 0; i < NR; ++i)
+            if (pv * 8 < dim && key0 + i * KPW + j == p) G.v[i] = R::lds(&att_vn[pv * 8]);
+    };
+    if (!FUSE && PF && w < ngroups) load(G, w);
     for (u32 gi = w; gi < ngroups; gi += NW) {
         Grp N;
         if (PF) load(N, gi + NW);  // past the chunk: no access
         else load(G, gi);
+        if (FUSE && subst) patch(G, gi);
         const u32 key0 = start + gi * GK;
         // Scores s: keys r, r + 8 (s[0..1], s[2..3]) x heads 2cq, 2cq + 1.
         float s[4] = {0.f, 0.f, 0.f, 0.f};
@@ -608,6 +709,27 @@ __device__ void attention(const typename E::T* q, const typename E::T* kc, const
         attention<E, DP, GK, ATT_WARPS, MMA, PF>(q, kc, vc, pos, T, nq, nk, S, dim, nsplit, max_chunk,     \
                                                  min_chunk, scale, part, counters, out);                    \
     }
+// attention_rope_*: the same kernels with rope_write's stage fused in (AttFuse; T = 1).
+#define ATT_FUSE_ARGS(E)                                                                                      \
+    ATT_ARGS(E), const E::T *qkv, const E::T *bias, const float *table, const u32 *active, u32 interleaved,   \
+        E::T *kw, E::T *vw, u32 *overflow
+#define INSTANTIATE_ATT_ROPE(E, SUF, DP, GK, MMA, PF, MINB)                                                  \
+    extern "C" __global__ void __launch_bounds__(ATT_WARPS * 32, MINB)                                        \
+        attention_rope_d##DP##_##SUF(ATT_FUSE_ARGS(E)) {                                                      \
+        attention<E, DP, GK, ATT_WARPS, MMA, PF, true>(q, kc, vc, pos, T, nq, nk, S, dim, nsplit, max_chunk, \
+                                                       min_chunk, scale, part, counters, out,                \
+                                                       AttFuse<E>{qkv, bias, table, active, interleaved, kw, \
+                                                                  vw, overflow});                            \
+    }
+INSTANTIATE_ATT_ROPE(BF16, bf16, 64, 16, true, true, 4)
+INSTANTIATE_ATT_ROPE(BF16, bf16, 128, 16, true, false, 4)
+INSTANTIATE_ATT_ROPE(BF16, bf16, 256, 8, true, false, 1)
+INSTANTIATE_ATT_ROPE(F16, f16, 64, 16, true, true, 4)
+INSTANTIATE_ATT_ROPE(F16, f16, 128, 16, true, false, 4)
+INSTANTIATE_ATT_ROPE(F16, f16, 256, 8, true, false, 1)
+INSTANTIATE_ATT_ROPE(F32, f32, 64, 16, false, false, 1)
+INSTANTIATE_ATT_ROPE(F32, f32, 128, 8, false, false, 1)
+INSTANTIATE_ATT_ROPE(F32, f32, 256, 8, false, false, 1)
 INSTANTIATE_ATT(BF16, bf16, 64, 16, true, true, 4)
 INSTANTIATE_ATT(BF16, bf16, 128, 16, true, false, 4)
 INSTANTIATE_ATT(BF16, bf16, 256, 8, true, false, 1)

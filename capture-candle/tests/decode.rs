@@ -278,6 +278,77 @@ fn attention_over_the_valid_prefix_matches_plain_attention_gpu() {
     }
 }
 
+/// `qkv_attention` against `qkv_rope_write` then `attention`, bit for bit: the results, both
+/// caches and `overflow`. On CUDA it is one kernel (the queries formed in each block, the new
+/// key and value used where they land and written once); on the CPU the same two ops. Both
+/// rope layouts, with and without a bias, 1, 4 and 7 query heads a key head (7: two groups of
+/// blocks hold the new key), positions in the first chunk of keys and past several, an
+/// inactive row (it writes nothing and reads the cache as it is) and a row past the cache
+/// (overflow: nothing written, the queries rotated at the last row).
+fn qkv_attention(dev: &Device, dims: &[usize], s: usize) {
+    let (b, nk) = (4, 2);
+    let pos = [0u32, (s / 2) as u32 - 7, s as u32 - 13, s as u32];
+    let active = [1u32, 1, 0, 1];
+    for dtype in DTYPES {
+        for &d in dims {
+            for g in [1usize, 4, 7] {
+                for (layout, with_bias) in [(RopeLayout::Halves, true), (RopeLayout::Interleaved, false)] {
+                    let nq = g * nk;
+                    let w = (nq + 2 * nk) * d;
+                    let table = RopeTable::new(d, s, 10_000.0, None, layout, dev).unwrap();
+                    let qkv = rand(&[b, w], dtype, dev, 7);
+                    let bias = with_bias.then(|| rand(&[w], dtype, dev, 8));
+                    let scale = 1.0 / (d as f32).sqrt();
+                    let run = |fused: bool| {
+                        let cache = KvCache::new(b, nk, s, d, dtype, dev).unwrap();
+                        cache.k().slice_set(&rand(&[b, nk, s, d], dtype, dev, 4), 0, 0).unwrap();
+                        cache.v().slice_set(&rand(&[b, nk, s, d], dtype, dev, 5), 0, 0).unwrap();
+                        let (p, a, overflow) = (u32t(&pos, dev), u32t(&active, dev), u32t(&[0; 4], dev));
+                        let out = if fused {
+                            decode::qkv_attention(
+                                &qkv,
+                                bias.as_ref(),
+                                &table,
+                                &p,
+                                Some(&a),
+                                &cache,
+                                &overflow,
+                                nq,
+                                scale,
+                            )
+                        } else {
+                            decode::qkv_rope_write(&qkv, bias.as_ref(), &table, &p, Some(&a), &cache, &overflow, nq)
+                                .and_then(|q| decode::attention(&q, &cache, &p, scale))
+                        }
+                        .unwrap_or_else(|e| panic!("d={d} g={g} {layout:?} {dtype:?} fused={fused}: {e}"));
+                        let bits = |t: &Tensor| f32s(t).iter().map(|x| x.to_bits()).collect::<Vec<u32>>();
+                        (bits(&out), bits(cache.k()), bits(cache.v()), overflow.to_vec1::<u32>().unwrap())
+                    };
+                    let (fused, apart) = (run(true), run(false));
+                    let what = format!("d={d} g={g} {layout:?} bias={with_bias} {dtype:?}");
+                    assert_eq!(fused.3, [0, 0, 0, 1], "{what}: overflow");
+                    assert_eq!(fused.3, apart.3, "{what}: overflow");
+                    assert!(fused.0 == apart.0, "{what}: the attention output differs");
+                    assert!(fused.1 == apart.1, "{what}: the key cache differs");
+                    assert!(fused.2 == apart.2, "{what}: the value cache differs");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn qkv_attention_equals_rope_write_then_attention() {
+    qkv_attention(&Device::Cpu, &[64], 600);
+}
+#[test]
+#[ignore = "needs a CUDA device"]
+fn qkv_attention_equals_rope_write_then_attention_gpu() {
+    if let Some(d) = gpu() {
+        qkv_attention(&d, &[64, 128, 256], 3000);
+    }
+}
+
 fn norm_and_swiglu(dev: &Device) {
     for dtype in DTYPES {
         let x = rand(&[3, 200], dtype, dev, 7);

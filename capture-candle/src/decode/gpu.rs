@@ -158,6 +158,21 @@ fn attention_grid(blocks: usize, most: usize, max_seq: usize) -> (usize, usize) 
 /// Decode attention in one kernel: partial results per chunk into an f32 scratch tensor, and
 /// the last block of each (row, key head, token) combines them into `[B, T, nq*dim]`.
 #[allow(clippy::too_many_arguments)]
+/// The input stage `attention` takes over with `fuse` (the `attention_rope_*` entry points,
+/// one token a row): `rope_write`'s operands but the queries, which the kernel forms itself.
+pub(crate) struct AttRope<'a> {
+    pub qkv: &'a Tensor,
+    pub bias: Option<&'a Tensor>,
+    pub table: &'a Tensor,
+    pub active: Option<&'a Tensor>,
+    pub interleaved: bool,
+    pub overflow: &'a Tensor,
+}
+
+/// Decode attention (`q` `[b, nq, t, dim]`); with `fuse` (t = 1), `q` is not read: the kernel
+/// forms the queries from `fuse.qkv` and writes the new keys and values to `k` and `v`, as
+/// `rope_write` would before it.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn attention(
     q: &Tensor,
     k: &Tensor,
@@ -167,8 +182,12 @@ pub(crate) fn attention(
     (b, nq, t, dim): (usize, usize, usize, usize),
     (nk, max_seq): (usize, usize),
     scale: f32,
+    fuse: Option<&AttRope<'_>>,
 ) -> Result<Tensor> {
     let dev = cuda(q)?;
+    if fuse.is_some() && t != 1 {
+        candle_core::bail!("attention: the fused input stage takes one token a row (got {t})");
+    }
     for (what, x) in [("q", q), ("the keys", k), ("the values", v)] {
         if device_address(x)? % 16 != 0 {
             candle_core::bail!("attention: {what} must start on a 16-byte boundary (a view at an odd offset?)");
@@ -203,7 +222,7 @@ pub(crate) fn attention(
         block_dim: (ATT_THREADS, 1, 1),
         shared_mem_bytes: 0,
     };
-    let args = [
+    let mut args = vec![
         addr(Some(q))?,
         addr(Some(k))?,
         addr(Some(v))?,
@@ -221,7 +240,23 @@ pub(crate) fn attention(
         addr(Some(counters))?,
         addr(Some(&out))?,
     ];
-    go(&dev, &format!("attention_d{width}"), q.dtype(), cfg, &args)?;
+    let name = match fuse {
+        None => format!("attention_d{width}"),
+        Some(f) => {
+            args.extend([
+                addr(Some(f.qkv))?,
+                addr(f.bias)?,
+                addr(Some(f.table))?,
+                addr(f.active)?,
+                Arg::U32(f.interleaved as u32),
+                addr(Some(k))?,
+                addr(Some(v))?,
+                addr(Some(f.overflow))?,
+            ]);
+            format!("attention_rope_d{width}")
+        }
+    };
+    go(&dev, &name, q.dtype(), cfg, &args)?;
     Ok(out)
 }
 

@@ -6,7 +6,8 @@
 //! | [`KvCache`] | static `[batch, kv_heads, max_seq, head_dim]` per layer, written at each row's device position | — |
 //! | [`qkv_rope_write`] | bias + rotary embedding at device positions + KV-cache write, from a fused QKV projection | 1 |
 //! | [`rope`] | the rotary embedding alone ([`RopeLayout::Halves`] is candle's `rope`, [`RopeLayout::Interleaved`] its `rope_i`; Llama 3 scaling in [`RopeTable`]) | 1 |
-//! | [`attention`] | grouped-query attention over each row's valid prefix, split across the sequence | 2 |
+//! | [`attention`] | grouped-query attention over each row's valid prefix, split across the sequence | 1 |
+//! | [`qkv_attention`] | [`qkv_rope_write`] then [`attention`]; one kernel for one token a row | 1 (2 for several tokens a row) |
 //! | [`add_rms_norm`] | residual add + RMSNorm | 1 |
 //! | [`silu_mul`] | SwiGLU of a fused gate/up projection | 1 |
 //! | [`matvec`] | a projection at decode batch sizes, with RMSNorm or SwiGLU before it and the residual add after it | 1 |
@@ -35,7 +36,10 @@ pub use cache::KvCache;
 /// [`Prologue`] (the matrix-vector kernel); [`matvec_rows`] says how many for a dtype.
 pub const MATVEC_ROWS: usize = gpu::GEMV_MAX_M;
 
-pub use ops::{add_rms_norm, attention, matvec, matvec_rows, matvec_swiglu, qkv_rope_write, rope, silu_mul, Prologue};
+pub use ops::{
+    add_rms_norm, attention, matvec, matvec_rows, matvec_swiglu, qkv_attention, qkv_rope_write, rope, silu_mul,
+    Prologue,
+};
 pub use rope::{Llama3Scaling, RopeLayout, RopeTable};
 pub use sampling::{Sampler, SamplingParams};
 

@@ -62,6 +62,71 @@ pub(crate) fn rows_u32(op: &'static str, what: &str, t: &Tensor, rows: usize, li
     contiguous(op, what, t)
 }
 
+/// `qkv_rope_write`'s operand checks (also [`qkv_attention`]'s): the token rows a batch row
+/// and the width of a qkv row.
+#[allow(clippy::too_many_arguments)]
+fn rope_write_checks(
+    op: &'static str,
+    qkv: &Tensor,
+    bias: Option<&Tensor>,
+    rope: &RopeTable,
+    pos: &Tensor,
+    active: Option<&Tensor>,
+    cache: &KvCache,
+    overflow: &Tensor,
+    q_heads: usize,
+) -> Result<(usize, usize)> {
+    let (nk, dim, s, batch) = (cache.kv_heads(), cache.head_dim(), cache.max_seq(), cache.batch());
+    float(op, "qkv", qkv)?;
+    contiguous(op, "qkv", qkv)?;
+    same(op, "the KV cache", cache.k(), qkv)?;
+    let width = (q_heads + 2 * nk) * dim;
+    let rows_total = qkv.elem_count() / width.max(1);
+    if q_heads == 0 || rows_total * width != qkv.elem_count() || qkv.dims().last() != Some(&width) {
+        return Err(Error::operands(
+            op,
+            format!(
+                "qkv {:?} must end in (q_heads + 2*kv_heads) * head_dim = ({q_heads} + 2*{nk}) * {dim} = {width}",
+                qkv.dims()
+            ),
+        ));
+    }
+    if !rows_total.is_multiple_of(batch) {
+        return Err(Error::operands(
+            op,
+            format!("qkv has {rows_total} token rows, not a multiple of the cache's batch {batch}"),
+        ));
+    }
+    if !q_heads.is_multiple_of(nk) {
+        return Err(Error::operands(op, format!("{q_heads} query heads are not a multiple of {nk} key/value heads")));
+    }
+    if rope.dim() != dim || rope.max_seq() < s {
+        return Err(Error::operands(
+            op,
+            format!(
+                "the rope table is for head_dim {} and {} positions; the cache needs {dim} and {s}",
+                rope.dim(),
+                rope.max_seq()
+            ),
+        ));
+    }
+    if let Some(b) = bias {
+        same(op, "the bias", b, qkv)?;
+        if b.elem_count() != width {
+            return Err(Error::operands(op, format!("the bias has {} elements, not {width}", b.elem_count())));
+        }
+    }
+    rows_u32(op, "pos", pos, batch, qkv)?;
+    rows_u32(op, "overflow", overflow, batch, qkv)?;
+    if let Some(a) = active {
+        rows_u32(op, "active", a, batch, qkv)?;
+    }
+    let tokens = rows_total / batch;
+    fits_u32(op, "token rows", rows_total)?;
+    fits_u32(op, "qkv width", width)?;
+    Ok((tokens, width))
+}
+
 /// The fused decode-attention input stage: adds the bias (if any) to a fused QKV
 /// projection, applies the rotary embedding at each row's device position to the query and
 /// key heads, writes keys and values into `cache` at those positions, and returns the
@@ -91,54 +156,8 @@ pub fn qkv_rope_write(
     q_heads: usize,
 ) -> Result<Tensor> {
     const OP: &str = "qkv_rope_write";
+    let (tokens, width) = rope_write_checks(OP, qkv, bias, rope, pos, active, cache, overflow, q_heads)?;
     let (nk, dim, s, batch) = (cache.kv_heads(), cache.head_dim(), cache.max_seq(), cache.batch());
-    float(OP, "qkv", qkv)?;
-    contiguous(OP, "qkv", qkv)?;
-    same(OP, "the KV cache", cache.k(), qkv)?;
-    let width = (q_heads + 2 * nk) * dim;
-    let rows_total = qkv.elem_count() / width.max(1);
-    if q_heads == 0 || rows_total * width != qkv.elem_count() || qkv.dims().last() != Some(&width) {
-        return Err(Error::operands(
-            OP,
-            format!(
-                "qkv {:?} must end in (q_heads + 2*kv_heads) * head_dim = ({q_heads} + 2*{nk}) * {dim} = {width}",
-                qkv.dims()
-            ),
-        ));
-    }
-    if !rows_total.is_multiple_of(batch) {
-        return Err(Error::operands(
-            OP,
-            format!("qkv has {rows_total} token rows, not a multiple of the cache's batch {batch}"),
-        ));
-    }
-    if !q_heads.is_multiple_of(nk) {
-        return Err(Error::operands(OP, format!("{q_heads} query heads are not a multiple of {nk} key/value heads")));
-    }
-    if rope.dim() != dim || rope.max_seq() < s {
-        return Err(Error::operands(
-            OP,
-            format!(
-                "the rope table is for head_dim {} and {} positions; the cache needs {dim} and {s}",
-                rope.dim(),
-                rope.max_seq()
-            ),
-        ));
-    }
-    if let Some(b) = bias {
-        same(OP, "the bias", b, qkv)?;
-        if b.elem_count() != width {
-            return Err(Error::operands(OP, format!("the bias has {} elements, not {width}", b.elem_count())));
-        }
-    }
-    rows_u32(OP, "pos", pos, batch, qkv)?;
-    rows_u32(OP, "overflow", overflow, batch, qkv)?;
-    if let Some(a) = active {
-        rows_u32(OP, "active", a, batch, qkv)?;
-    }
-    let tokens = rows_total / batch;
-    fits_u32(OP, "token rows", rows_total)?;
-    fits_u32(OP, "qkv width", width)?;
     let q = match on(OP, qkv)? {
         // `rope_write` writes every element of q: one thread per pair of every query head
         // of every token row.
@@ -280,10 +299,71 @@ pub fn attention(q: &Tensor, cache: &KvCache, pos: &Tensor, scale: f32) -> Resul
                     format!("the CUDA kernel takes head_dim a multiple of 8 up to 256 (got {dim})"),
                 ));
             }
-            gpu::attention(q, cache.k(), cache.v(), pos, cache.counters(), (b, nq, t, dim), (nk, s), scale)?
+            gpu::attention(q, cache.k(), cache.v(), pos, cache.counters(), (b, nq, t, dim), (nk, s), scale, None)?
         }
         On::Cpu => cpu::attention(q, cache.k(), cache.v(), pos, (b, nq, t, dim), (nk, s), scale)?,
     })
+}
+
+/// [`qkv_rope_write`] then [`attention`]: the decode step's attention from its fused QKV
+/// projection, returning `[batch, tokens, q_heads * head_dim]`. The operands are those two
+/// functions' (`scale` is attention's).
+///
+/// On CUDA with one token a row (decode) this is one kernel: each attention block forms its
+/// own heads' rotated queries from `qkv`, and the blocks whose chunk of the prefix holds the
+/// new position form the new key and value and use them; one of them writes them to the
+/// cache. That saves `rope_write`'s launch and its round trip through memory (one graph node
+/// a layer). The results, the cache and `overflow` are those of the two functions, bit for
+/// bit. Otherwise (several tokens a row, the CPU) it runs the two functions.
+///
+/// # Errors
+/// As [`qkv_rope_write`] and [`attention`].
+#[allow(clippy::too_many_arguments)]
+pub fn qkv_attention(
+    qkv: &Tensor,
+    bias: Option<&Tensor>,
+    rope: &RopeTable,
+    pos: &Tensor,
+    active: Option<&Tensor>,
+    cache: &KvCache,
+    overflow: &Tensor,
+    q_heads: usize,
+    scale: f32,
+) -> Result<Tensor> {
+    const OP: &str = "qkv_attention";
+    let (tokens, _) = rope_write_checks(OP, qkv, bias, rope, pos, active, cache, overflow, q_heads)?;
+    let (b, nk, dim, s) = (cache.batch(), cache.kv_heads(), cache.head_dim(), cache.max_seq());
+    let elem = qkv.dtype().size_in_bytes();
+    let fused = tokens == 1
+        && scale.is_finite()
+        && q_heads / nk <= 16
+        && dim % 8 == 0
+        && dim <= 256
+        && u32::try_from(b * nk).is_ok()
+        && gpu::attention_split(q_heads / nk, dim, elem, s).is_some();
+    if !fused || matches!(on(OP, qkv)?, On::Cpu) {
+        let q = qkv_rope_write(qkv, bias, rope, pos, active, cache, overflow, q_heads)?;
+        return attention(&q, cache, pos, scale);
+    }
+    let f = gpu::AttRope {
+        qkv,
+        bias,
+        table: rope.table(),
+        active,
+        interleaved: rope.layout() == RopeLayout::Interleaved,
+        overflow,
+    };
+    Ok(gpu::attention(
+        qkv,
+        cache.k(),
+        cache.v(),
+        pos,
+        cache.counters(),
+        (b, q_heads, 1, dim),
+        (nk, s),
+        scale,
+        Some(&f),
+    )?)
 }
 
 /// RMSNorm with the residual add, in one kernel: returns `(x + delta, rms_norm(x + delta) *

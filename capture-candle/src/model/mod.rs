@@ -25,10 +25,13 @@ use crate::error::{Error, Result};
 pub enum Part {
     /// RMSNorm + QKV projection, every layer.
     Qkv,
-    /// Bias + RoPE + KV-cache write, every layer.
+    /// Bias + RoPE + KV-cache write, every layer (the unfused route's kernel).
     RopeWrite,
-    /// Attention, every layer.
+    /// Attention, every layer (the unfused route's kernel).
     Attention,
+    /// Bias + RoPE + KV-cache write + attention in one kernel, every layer
+    /// ([`decode::qkv_attention`]: what the fused step runs).
+    RopeAttention,
     /// Output projection + residual add, every layer.
     OProj,
     /// RMSNorm + gate/up projection + SwiGLU, every layer.
@@ -42,17 +45,10 @@ pub enum Part {
 }
 
 impl Part {
-    /// Every part, in step order.
-    pub const ALL: [Part; 8] = [
-        Part::Qkv,
-        Part::RopeWrite,
-        Part::Attention,
-        Part::OProj,
-        Part::GateUp,
-        Part::Down,
-        Part::LmHead,
-        Part::Sample,
-    ];
+    /// The fused step's parts, in step order. ([`Part::RopeWrite`] and [`Part::Attention`]
+    /// are the unfused route's two kernels in place of [`Part::RopeAttention`].)
+    pub const ALL: [Part; 7] =
+        [Part::Qkv, Part::RopeAttention, Part::OProj, Part::GateUp, Part::Down, Part::LmHead, Part::Sample];
 }
 
 /// One decoder layer's weights. The q/k/v projections are one matrix (and the gate and up
@@ -276,7 +272,7 @@ impl Model {
 
     /// The fused step as it ran from 3 rows on before the tensor-core products: cuBLAS
     /// products, with the residual add fused into the next RMSNorm and SwiGLU in one kernel
-    /// (ten kernels a layer), at every batch. The benchmark's baseline for batches of 3 to 8
+    /// (nine kernels a layer, RoPE and the cache write inside attention), at every batch. The benchmark's baseline for batches of 3 to 8
     /// rows; same results up to rounding.
     ///
     /// # Errors
@@ -330,24 +326,30 @@ impl Model {
                     decode::attention(&q, c, state.pos(), 0.125)?;
                 }
             }
-            Part::RopeWrite => {
+            Part::RopeWrite | Part::RopeAttention => {
                 let qkv = Tensor::zeros(
                     (b, (cfg.num_attention_heads + 2 * cfg.num_key_value_heads) * cfg.head_dim),
                     self.dtype,
                     &self.device,
                 )?;
                 for (c, l) in state.caches().iter().zip(&self.layers) {
-                    let a = Some(state.active());
-                    decode::qkv_rope_write(
-                        &qkv,
-                        l.qkv_bias.as_ref(),
-                        &self.rope,
-                        state.pos(),
-                        a,
-                        c,
-                        state.overflow(),
-                        cfg.num_attention_heads,
-                    )?;
+                    let (bias, a, heads) = (l.qkv_bias.as_ref(), Some(state.active()), cfg.num_attention_heads);
+                    if part == Part::RopeWrite {
+                        decode::qkv_rope_write(&qkv, bias, &self.rope, state.pos(), a, c, state.overflow(), heads)?;
+                    } else {
+                        let scale = 1.0 / (cfg.head_dim as f32).sqrt();
+                        decode::qkv_attention(
+                            &qkv,
+                            bias,
+                            &self.rope,
+                            state.pos(),
+                            a,
+                            c,
+                            state.overflow(),
+                            heads,
+                            scale,
+                        )?;
+                    }
                 }
             }
             Part::Sample => {
@@ -398,27 +400,28 @@ impl Model {
                 .narrow(1, tokens_per_row - 1, 1)?
                 .reshape((b, cfg.hidden_size))?)
         };
+        // The fused routes form the queries, and write the cache, inside the attention kernel
+        // (one token a row); the unfused route keeps the two kernels.
         let attend = |i: usize, l: &Layer, qkv: &Tensor| -> Result<Tensor> {
             let cache = &state.caches()[i];
             let heads = cfg.num_attention_heads;
-            let q = decode::qkv_rope_write(
-                qkv,
-                l.qkv_bias.as_ref(),
-                &self.rope,
-                state.pos(),
-                Some(state.active()),
-                cache,
-                state.overflow(),
-                heads,
-            )?;
-            Ok(decode::attention(&q, cache, state.pos(), scale)?.reshape((n, cfg.q_width()))?)
+            let (bias, pos, active, overflow) =
+                (l.qkv_bias.as_ref(), state.pos(), Some(state.active()), state.overflow());
+            let out = if fused {
+                decode::qkv_attention(qkv, bias, &self.rope, pos, active, cache, overflow, heads, scale)?
+            } else {
+                let q = decode::qkv_rope_write(qkv, bias, &self.rope, pos, active, cache, overflow, heads)?;
+                decode::attention(&q, cache, pos, scale)?
+            };
+            Ok(out.reshape((n, cfg.q_width()))?)
         };
         // Whether the LM head computed each row's argmax (the fused kernel path).
         let mut amax = false;
         let kernel_rows = decode::matvec_rows(self.dtype);
         let logits = if route == Route::CublasProducts || (fused && n > kernel_rows) {
             // Larger batches and prefill: cuBLAS products, with the residual add fused into
-            // the next RMSNorm and SwiGLU in one kernel: ten kernels a layer.
+            // the next RMSNorm and SwiGLU in one kernel: nine kernels a layer in decode (RoPE
+            // and the cache write inside attention), ten in prefill.
             let (mut res, mut h) = decode::add_rms_norm(&x, None, &self.layers[0].input_norm, eps)?;
             for (i, l) in self.layers.iter().enumerate() {
                 let att = attend(i, l, &h.matmul(&l.qkv.t()?)?)?;
@@ -434,8 +437,8 @@ impl Model {
             }
             last_rows(h)?.matmul(&self.lm_head.t()?)?
         } else if fused {
-            // Up to `matvec_rows` rows (decode): six kernels a layer: norm + QKV, RoPE + cache
-            // write, attention, output projection + residual, norm + gate/up + SwiGLU, down +
+            // Up to `matvec_rows` rows (decode): five kernels a layer: norm + QKV, RoPE + cache
+            // write + attention, output projection + residual, norm + gate/up + SwiGLU, down +
             // residual (matrix-vector kernels for 1 or 2 rows, tensor-core ones for 3 to 8).
             let mut res = x;
             for (i, l) in self.layers.iter().enumerate() {
