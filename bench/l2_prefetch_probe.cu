@@ -75,16 +75,6 @@ __global__ void stall_pf(u32 stall_blocks, u64 ns, Ranges r, u32 stride, u32* si
         if (r.n[i]) pf_range<HINT>(r.p[i], r.n[i], stride, part, parts, sink);
 }
 
-struct Cfg { u32 threads, ks, grid; };
-// gpu.rs `gemv_launch` (kept in step by hand; bench/gemv_probe.cu `new_cfg`).
-static Cfg gemv_cfg(u32 n, u32 k, bool glu) {
-    const u32 kr = glu ? 2 * k : k, threads = k >= 4096 ? 512 : 256;
-    const u32 steps = (kr + 32 * 8 - 1) / (32 * 8);
-    u32 ks = 1;
-    while (ks < 8 && n * ks < 3072 && steps / (ks * 2) >= 4) ks *= 2;
-    const u32 rows = threads / 32 / ks, groups = (n + rows - 1) / rows;
-    return {threads, ks, std::max(1u, std::min(groups, 132u * (1024 / threads)))};
-}
 
 static const u32 H = 2048, QKV = 3072, I = 8192, L = 16;
 struct Layer { u16 *qkv, *o, *gu, *d; };
@@ -93,7 +83,8 @@ struct Acts { u16 *x, *nw, *q, *a, *h, *g, *y; };
 struct Variant { std::string name; bool stall; double mb; int hint; u32 stride; };
 
 static void layer(const Layer& w, const Acts& A, const Variant& v, u32 stall_blocks, u64 ns, u32* sink) {
-    const Cfg cq = gemv_cfg(QKV, H, false), co = gemv_cfg(H, H, false), cg = gemv_cfg(I, H, true), cd = gemv_cfg(H, I, false);
+    const StepLaunch cq = gemv_step_launch(QKV, H, false), co = gemv_step_launch(H, H, false),
+                     cg = gemv_step_launch(I, H, true), cd = gemv_step_launch(H, I, false);
     gemv_bf16<<<cq.grid, cq.threads, H * 2, g_s>>>(A.x, w.qkv, 1, QKV, H, 1, A.nw, 1e-5f, nullptr, A.q, cq.ks, nullptr);
     if (v.stall) {
         Ranges r{};

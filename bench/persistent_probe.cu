@@ -220,6 +220,22 @@ static __device__ __forceinline__ void cp16(void* smem, const void* g) {
     const u32 sa = (u32)__cvta_generic_to_shared(smem);
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(sa), "l"(g) : "memory");
 }
+// (s), (t): product s's x into shared memory: x0 for the first, else the previous product's
+// f32 accumulators (read through L2: other blocks wrote them), rounded to bf16.
+static __device__ __forceinline__ void stage_x(u32 k, u32 s, const float* acc, const u16* x0, u16* xs) {
+    const float* prev = acc + (u64)(s == 0 ? 0 : s - 1) * 2 * I;
+    for (u32 i = threadIdx.x * 8; i < k; i += blockDim.x * 8) {
+        if (s == 0) {
+            *reinterpret_cast<uint4*>(xs + i) = *reinterpret_cast<const uint4*>(x0 + i);
+        } else {
+            float v[8];
+#pragma unroll
+            for (int j = 0; j < 8; ++j) v[j] = __ldcg(prev + i + j);
+            *reinterpret_cast<uint4*>(xs + i) = pack16<BF16>(v);
+        }
+    }
+    __syncthreads();
+}
 template <int D, bool SYNC = true>
 __global__ void __launch_bounds__(256) stream_chain(u32 nst, float* acc, const u16* x0) {
     extern __shared__ uint4 sm[];
@@ -264,18 +280,7 @@ __global__ void __launch_bounds__(256) stream_chain(u32 nst, float* acc, const u
     auto grid = cooperative_groups::this_grid();
     for (u32 s = 0; s < nst; ++s) {
         const Stage S = c_ss[s];
-        const float* prev = acc + (u64)(s == 0 ? 0 : s - 1) * 2 * I;
-        for (u32 i = tid * 8; i < S.k; i += blockDim.x * 8) {
-            if (s == 0) {
-                *reinterpret_cast<uint4*>(xs + i) = *reinterpret_cast<const uint4*>(x0 + i);
-            } else {
-                float v[8];
-#pragma unroll
-                for (int j = 0; j < 8; ++j) v[j] = __ldcg(prev + i + j);
-                *reinterpret_cast<uint4*>(xs + i) = pack16<BF16>(v);
-            }
-        }
-        __syncthreads();
+        stage_x(S.k, s, acc, x0, xs);
         u32 a, b;
         range(s, a, b);
         float* out = acc + (u64)s * 2 * I;
@@ -350,18 +355,7 @@ __global__ void __launch_bounds__(256) dyn_chain(u32 nst, float* acc, u32* cnt, 
     auto grid = cooperative_groups::this_grid();
     for (u32 s = 0; s < nst; ++s) {
         const Stage S = c_ss[s];
-        const float* prev = acc + (u64)(s == 0 ? 0 : s - 1) * 2 * I;
-        for (u32 i = tid * 8; i < S.k; i += blockDim.x * 8) {
-            if (s == 0) {
-                *reinterpret_cast<uint4*>(xs + i) = *reinterpret_cast<const uint4*>(x0 + i);
-            } else {
-                float v[8];
-#pragma unroll
-                for (int j = 0; j < 8; ++j) v[j] = __ldcg(prev + i + j);
-                *reinterpret_cast<uint4*>(xs + i) = pack16<BF16>(v);
-            }
-        }
-        __syncthreads();
+        stage_x(S.k, s, acc, x0, xs);
         float* out = acc + (u64)s * 2 * I;
         const u32 ppr = S.k / 256;
         u32 row = ~0u;
@@ -393,15 +387,6 @@ __global__ void __launch_bounds__(256) dyn_chain(u32 nst, float* acc, u32* cnt, 
     asm volatile("cp.async.wait_all;" ::: "memory");
 }
 
-struct Cfg { u32 threads, ks, grid; };
-static Cfg gemv_cfg(u32 n, u32 k, bool glu) {  // gpu.rs `gemv_launch`
-    const u32 kr = glu ? 2 * k : k, threads = k >= 4096 ? 512 : 256;
-    const u32 steps = (kr + 32 * 8 - 1) / (32 * 8);
-    u32 ks = 1;
-    while (ks < 8 && n * ks < 3072 && steps / (ks * 2) >= 4) ks *= 2;
-    const u32 rows = threads / 32 / ks, groups = (n + rows - 1) / rows;
-    return {threads, ks, std::max(1u, std::min(groups, 132u * (1024 / threads)))};
-}
 
 template <int MODE>
 static void launch_persist(u32 grid, u32 s0, u32 s1, u32 waves, u32* count, u32* gen, bool coop) {
@@ -463,7 +448,8 @@ int main() {
 
     // (d): the step's GEMVs, 64 nodes (QKV with RMSNorm, O + residual, gate/up GLU, down + residual).
     auto step_gemvs = [&](int l) {
-        const Cfg cq = gemv_cfg(QKV, H, false), co = gemv_cfg(H, H, false), cg = gemv_cfg(I, H, true), cd = gemv_cfg(H, I, false);
+        const StepLaunch cq = gemv_step_launch(QKV, H, false), co = gemv_step_launch(H, H, false),
+                     cg = gemv_step_launch(I, H, true), cd = gemv_step_launch(H, I, false);
         gemv_bf16<<<cq.grid, cq.threads, H * 2, g_s>>>(a0, W[l].qkv, 1, QKV, H, 1, nw, 1e-5f, nullptr, a1, cq.ks, nullptr);
         gemv_bf16<<<co.grid, co.threads, H * 2, g_s>>>(a1, W[l].o, 1, H, H, 0, nullptr, 1e-5f, a0, a0 + I, co.ks, nullptr);
         gemv_glu_bf16<<<cg.grid, cg.threads, H * 2, g_s>>>(a0 + I, W[l].gu, 1, I, H, 1, nw, 1e-5f, g, cg.ks);

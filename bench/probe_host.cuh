@@ -164,3 +164,15 @@ static std::vector<double> cpu_ref(const S& sh, u32 M, const std::vector<float>&
         }
     return r;
 }
+
+// gpu.rs `gemv_launch` for 16-bit types (kept in step by hand, as gemv_probe.cu `new_cfg`):
+// threads a block, ks, grid, for n outputs over k inputs (glu: gate/up rows, a row 2k long).
+struct StepLaunch { u32 threads, ks, grid; };
+static StepLaunch gemv_step_launch(u32 n, u32 k, bool glu) {
+    const u32 kr = glu ? 2 * k : k, threads = k >= 4096 ? 512 : 256;
+    const u32 steps = (kr + 32 * 8 - 1) / (32 * 8);
+    u32 ks = 1;
+    while (ks < 8 && n * ks < 3072 && steps / (ks * 2) >= 4) ks *= 2;
+    const u32 rows = threads / 32 / ks, groups = (n + rows - 1) / rows;
+    return {threads, ks, std::max(1u, std::min(groups, 132u * (1024 / threads)))};
+}

@@ -62,6 +62,19 @@ static __device__ __forceinline__ u32 key_of(float f) {
     return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
 }
 
+// One rotary pair at table row pc: (x1, x2) -> (x1 cos - x2 sin, x1 sin + x2 cos), the table
+// holding each row's cosines then its sines. rope_write and the fused attention both call it,
+// and its rounding is spelled out (the products rounded, then a subtraction; a product and a
+// fused multiply-add), so the code generator cannot contract the two kernels differently: they
+// give the same values, bit for bit.
+static __device__ __forceinline__ void rope_pair(const float* table, u32 pc, u32 dim, u32 i, float& x1, float& x2) {
+    const float c = table[(u64)pc * dim + i], s = table[(u64)pc * dim + dim / 2 + i];
+    const float y1 = __fsub_rn(__fmul_rn(x1, c), __fmul_rn(x2, s));
+    const float y2 = __fmaf_rn(x1, s, __fmul_rn(x2, c));
+    x1 = y1;
+    x2 = y2;
+}
+
 // ---------------------------------------------------------------------------------------
 // Rotary embedding at device positions, fused with the KV-cache write.
 //
@@ -77,16 +90,6 @@ static __device__ __forceinline__ u32 key_of(float f) {
 // (pairs 2i, 2i + 1).
 //
 // Grid: (B*T, nq + nk + nv); block: dim/2 threads.
-// One rotary pair at table row pc: (x1, x2) -> (x1 cos - x2 sin, x1 sin + x2 cos), the table
-// holding each row's cosines then its sines. rope_write and the fused attention both call it,
-// so the two round the same values the same way.
-static __device__ __forceinline__ void rope_pair(const float* table, u32 pc, u32 dim, u32 i, float& x1, float& x2) {
-    const float c = table[(u64)pc * dim + i], s = table[(u64)pc * dim + dim / 2 + i];
-    const float y1 = x1 * c - x2 * s, y2 = x1 * s + x2 * c;
-    x1 = y1;
-    x2 = y2;
-}
-
 template <typename E>
 __device__ void rope_write(const typename E::T* src, u32 stride, u32 col0, const typename E::T* bias,
                            const float* table, const u32* pos, const u32* active, u32 T, u32 dim,
@@ -394,8 +397,8 @@ __device__ void attention(const typename E::T* q, const typename E::T* kc, const
     };
 
     Grp G;
-    // FUSE: the first group's loads go out before the queries are formed (they do not depend
-    // on them), so their latency overlaps the loads of qkv.
+    // FUSE with PF (the 16-bit d64 kernels): the first group's loads go out before the queries
+    // are formed (they do not depend on them), so their latency overlaps the loads of qkv.
     if (FUSE && PF && w < (n + GK - 1) / GK) load(G, w);
 
     // FUSE: this block's queries, and the new key and value where this chunk holds them.

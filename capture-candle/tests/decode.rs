@@ -282,13 +282,16 @@ fn attention_over_the_valid_prefix_matches_plain_attention_gpu() {
 /// caches and `overflow`. On CUDA it is one kernel (the queries formed in each block, the new
 /// key and value used where they land and written once); on the CPU the same two ops. Both
 /// rope layouts, with and without a bias, 1, 4 and 7 query heads a key head (7: two groups of
-/// blocks hold the new key), positions in the first chunk of keys and past several, an
-/// inactive row (it writes nothing and reads the cache as it is) and a row past the cache
-/// (overflow: nothing written, the queries rotated at the last row).
-fn qkv_attention(dev: &Device, dims: &[usize], s: usize) {
-    let (b, nk) = (4, 2);
-    let pos = [0u32, (s / 2) as u32 - 7, s as u32 - 13, s as u32];
-    let active = [1u32, 1, 0, 1];
+/// blocks hold the new key), heads narrower than the kernel's width (72, 136), the new key at
+/// the start of the prefix, in the second half of a group of 16 keys (11), at and after a
+/// chunk's first key, deep in the prefix, an inactive row (row 5: it writes nothing and reads
+/// the cache as it is) and a row past the cache (the last: nothing written, the queries rotated
+/// at the last row). `pos` holds 7 positions below `s`; the eighth row is at `s`.
+fn qkv_attention(dev: &Device, dims: &[usize], s: usize, below: [u32; 7]) {
+    let (b, nk) = (8, 2);
+    let mut pos = [s as u32; 8];
+    pos[..7].copy_from_slice(&below);
+    let active = [1u32, 1, 1, 1, 1, 0, 1, 1];
     for dtype in DTYPES {
         for &d in dims {
             for g in [1usize, 4, 7] {
@@ -303,7 +306,7 @@ fn qkv_attention(dev: &Device, dims: &[usize], s: usize) {
                         let cache = KvCache::new(b, nk, s, d, dtype, dev).unwrap();
                         cache.k().slice_set(&rand(&[b, nk, s, d], dtype, dev, 4), 0, 0).unwrap();
                         cache.v().slice_set(&rand(&[b, nk, s, d], dtype, dev, 5), 0, 0).unwrap();
-                        let (p, a, overflow) = (u32t(&pos, dev), u32t(&active, dev), u32t(&[0; 4], dev));
+                        let (p, a, overflow) = (u32t(&pos, dev), u32t(&active, dev), u32t(&[0; 8], dev));
                         let out = if fused {
                             decode::qkv_attention(
                                 &qkv,
@@ -326,7 +329,7 @@ fn qkv_attention(dev: &Device, dims: &[usize], s: usize) {
                     };
                     let (fused, apart) = (run(true), run(false));
                     let what = format!("d={d} g={g} {layout:?} bias={with_bias} {dtype:?}");
-                    assert_eq!(fused.3, [0, 0, 0, 1], "{what}: overflow");
+                    assert_eq!(fused.3, [0, 0, 0, 0, 0, 0, 0, 1], "{what}: overflow");
                     assert_eq!(fused.3, apart.3, "{what}: overflow");
                     assert!(fused.0 == apart.0, "{what}: the attention output differs");
                     assert!(fused.1 == apart.1, "{what}: the key cache differs");
@@ -339,13 +342,13 @@ fn qkv_attention(dev: &Device, dims: &[usize], s: usize) {
 
 #[test]
 fn qkv_attention_equals_rope_write_then_attention() {
-    qkv_attention(&Device::Cpu, &[64], 600);
+    qkv_attention(&Device::Cpu, &[64], 600, [0, 11, 255, 256, 293, 400, 587]);
 }
 #[test]
 #[ignore = "needs a CUDA device"]
 fn qkv_attention_equals_rope_write_then_attention_gpu() {
     if let Some(d) = gpu() {
-        qkv_attention(&d, &[64, 128, 256], 3000);
+        qkv_attention(&d, &[64, 72, 128, 136, 256], 3000, [0, 11, 255, 256, 1493, 2047, 2987]);
     }
 }
 
@@ -610,6 +613,31 @@ fn bad_sampling_parameters_are_typed_errors() {
     }
     let s = Sampler::new(2, &Device::Cpu).unwrap();
     assert!(matches!(s.set(2, &SamplingParams::GREEDY, 0), Err(Error::InvalidArgument { .. })));
+}
+
+/// `qkv_attention` refuses what attention cannot take before it writes anything: too many
+/// query heads a key head, a scale that is not finite. The cache and `overflow` stay as they
+/// were, and the error names the op.
+#[test]
+fn qkv_attention_checks_before_it_writes() {
+    let dev = Device::Cpu;
+    let (b, nk, d, s) = (2, 1, 8, 16);
+    let cache = KvCache::new(b, nk, s, d, DType::F32, &dev).unwrap();
+    let table = RopeTable::new(d, s, 10_000.0, None, RopeLayout::Halves, &dev).unwrap();
+    let (pos, of) = (u32t(&[3, 4], &dev), u32t(&[0, 0], &dev));
+    for (heads, scale) in [(17, 0.5f32), (4, f32::NAN), (4, f32::INFINITY)] {
+        let qkv = rand(&[b, (heads + 2 * nk) * d], DType::F32, &dev, 9);
+        let e = decode::qkv_attention(&qkv, None, &table, &pos, None, &cache, &of, heads, scale).unwrap_err();
+        assert!(
+            matches!(e, Error::BadOperands { .. } | Error::InvalidArgument { .. }),
+            "{heads} heads, scale {scale}: {e}"
+        );
+        if heads == 17 {
+            assert!(e.to_string().contains("qkv_attention"), "{e}");
+        }
+        assert!(f32s(cache.k()).iter().chain(f32s(cache.v()).iter()).all(|&x| x == 0.0), "the cache was written");
+        assert_eq!(of.to_vec1::<u32>().unwrap(), [0, 0]);
+    }
 }
 
 #[test]

@@ -130,7 +130,8 @@ const ATT_MIN_CHUNK: usize = 256;
 /// `max_seq`: its width (the entry point `attention_d{64,128,256}`), the head groups (blocks
 /// per key head) and the most chunks the prefix may be cut into; `None` for a shape it does
 /// not take (`dim` not a multiple of 8 or above 256, `g` 0 or above 16). Every launch fits
-/// the static shared memory (at most 25 KB, `attention_d256_f32`); there is no dynamic part.
+/// the static shared memory (at most about 31 KB, `attention_rope_d256_f32`; 25 KB without
+/// the fused input stage); there is no dynamic part.
 pub(crate) fn attention_split(g: usize, dim: usize, _elem: usize, max_seq: usize) -> Option<(usize, usize, usize)> {
     if g == 0 || g > 16 || dim == 0 || !dim.is_multiple_of(8) || dim > 256 {
         return None;
@@ -155,9 +156,6 @@ fn attention_grid(blocks: usize, most: usize, max_seq: usize) -> (usize, usize) 
     (nsplit, max_seq.div_ceil(nsplit))
 }
 
-/// Decode attention in one kernel: partial results per chunk into an f32 scratch tensor, and
-/// the last block of each (row, key head, token) combines them into `[B, T, nq*dim]`.
-#[allow(clippy::too_many_arguments)]
 /// The input stage `attention` takes over with `fuse` (the `attention_rope_*` entry points,
 /// one token a row): `rope_write`'s operands but the queries, which the kernel forms itself.
 pub(crate) struct AttRope<'a> {
@@ -169,9 +167,10 @@ pub(crate) struct AttRope<'a> {
     pub overflow: &'a Tensor,
 }
 
-/// Decode attention (`q` `[b, nq, t, dim]`); with `fuse` (t = 1), `q` is not read: the kernel
-/// forms the queries from `fuse.qkv` and writes the new keys and values to `k` and `v`, as
-/// `rope_write` would before it.
+/// Decode attention in one kernel: partial results per chunk into an f32 scratch tensor, and
+/// the last block of each (row, key head, token) combines them into `[B, T, nq*dim]`. With
+/// `fuse` (t = 1), `q` is not read: the kernel forms the queries from `fuse.qkv` and writes the
+/// new keys and values to `k` and `v`, as `rope_write` would before it.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn attention(
     q: &Tensor,
@@ -188,8 +187,10 @@ pub(crate) fn attention(
     if fuse.is_some() && t != 1 {
         candle_core::bail!("attention: the fused input stage takes one token a row (got {t})");
     }
+    // The fused kernel does not read q (it reads qkv an element at a time).
+    let reads_q = fuse.is_none();
     for (what, x) in [("q", q), ("the keys", k), ("the values", v)] {
-        if device_address(x)? % 16 != 0 {
+        if (what != "q" || reads_q) && device_address(x)? % 16 != 0 {
             candle_core::bail!("attention: {what} must start on a 16-byte boundary (a view at an odd offset?)");
         }
     }

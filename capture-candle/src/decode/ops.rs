@@ -333,15 +333,29 @@ pub fn qkv_attention(
     const OP: &str = "qkv_attention";
     let (tokens, _) = rope_write_checks(OP, qkv, bias, rope, pos, active, cache, overflow, q_heads)?;
     let (b, nk, dim, s) = (cache.batch(), cache.kv_heads(), cache.head_dim(), cache.max_seq());
-    let elem = qkv.dtype().size_in_bytes();
-    let fused = tokens == 1
-        && scale.is_finite()
-        && q_heads / nk <= 16
-        && dim % 8 == 0
-        && dim <= 256
-        && u32::try_from(b * nk).is_ok()
-        && gpu::attention_split(q_heads / nk, dim, elem, s).is_some();
-    if !fused || matches!(on(OP, qkv)?, On::Cpu) {
+    // Attention's own checks, before anything is written to the cache.
+    if q_heads / nk > 16 {
+        return Err(Error::operands(
+            OP,
+            format!("{q_heads} query heads over {nk} key/value heads: at most 16 a key head"),
+        ));
+    }
+    if !scale.is_finite() {
+        return Err(Error::invalid("attention scale", scale, "a finite number"));
+    }
+    fits_u32(OP, "batch * kv_heads", b * nk)?;
+    let cuda = matches!(on(OP, qkv)?, On::Cuda);
+    if cuda
+        && (dim % 8 != 0
+            || dim > 256
+            || gpu::attention_split(q_heads / nk, dim, qkv.dtype().size_in_bytes(), s).is_none())
+    {
+        return Err(Error::operands(
+            OP,
+            format!("the CUDA kernel takes head_dim a multiple of 8 up to 256 (got {dim})"),
+        ));
+    }
+    if !cuda || tokens != 1 {
         let q = qkv_rope_write(qkv, bias, rope, pos, active, cache, overflow, q_heads)?;
         return attention(&q, cache, pos, scale);
     }
