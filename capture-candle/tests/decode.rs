@@ -283,10 +283,12 @@ fn attention_over_the_valid_prefix_matches_plain_attention_gpu() {
 /// key and value used where they land and written once); on the CPU the same two ops. Both
 /// rope layouts, with and without a bias, 1, 4 and 7 query heads a key head (7: two groups of
 /// blocks hold the new key), heads narrower than the kernel's width (72, 136), the new key at
-/// the start of the prefix, in the second half of a group of 16 keys (11), at and after a
-/// chunk's first key, deep in the prefix, an inactive row (row 5: it writes nothing and reads
-/// the cache as it is) and a row past the cache (the last: nothing written, the queries rotated
-/// at the last row). `pos` holds 7 positions below `s`; the eighth row is at `s`.
+/// the start of the prefix, at key 11 of a group (the second half of a group in the kernels
+/// that take 16 keys a group), at the first key of a later chunk (250 and 500: the GPU call's
+/// cache of 3,000 gives chunks of 250 keys) and inside one, an inactive row (row 5: it writes
+/// nothing and reads the cache as it is) and a row past the cache (the last: nothing written,
+/// the queries rotated at the last row). `pos` holds 7 positions below `s`; the eighth row is
+/// at `s`.
 fn qkv_attention(dev: &Device, dims: &[usize], s: usize, below: [u32; 7]) {
     let (b, nk) = (8, 2);
     let mut pos = [s as u32; 8];
@@ -342,13 +344,13 @@ fn qkv_attention(dev: &Device, dims: &[usize], s: usize, below: [u32; 7]) {
 
 #[test]
 fn qkv_attention_equals_rope_write_then_attention() {
-    qkv_attention(&Device::Cpu, &[64], 600, [0, 11, 255, 256, 293, 400, 587]);
+    qkv_attention(&Device::Cpu, &[64], 600, [0, 11, 250, 256, 500, 400, 587]);
 }
 #[test]
 #[ignore = "needs a CUDA device"]
 fn qkv_attention_equals_rope_write_then_attention_gpu() {
     if let Some(d) = gpu() {
-        qkv_attention(&d, &[64, 72, 128, 136, 256], 3000, [0, 11, 255, 256, 1493, 2047, 2987]);
+        qkv_attention(&d, &[64, 72, 128, 136, 256], 3000, [0, 11, 250, 256, 500, 2047, 2987]);
     }
 }
 
@@ -617,14 +619,15 @@ fn bad_sampling_parameters_are_typed_errors() {
 
 /// `qkv_attention` refuses what attention cannot take before it writes anything: too many
 /// query heads a key head, a scale that is not finite. The cache and `overflow` stay as they
-/// were, and the error names the op.
+/// were (row 1 stands past the cache, where a write would set its flag), and the error names
+/// the op.
 #[test]
 fn qkv_attention_checks_before_it_writes() {
     let dev = Device::Cpu;
     let (b, nk, d, s) = (2, 1, 8, 16);
     let cache = KvCache::new(b, nk, s, d, DType::F32, &dev).unwrap();
     let table = RopeTable::new(d, s, 10_000.0, None, RopeLayout::Halves, &dev).unwrap();
-    let (pos, of) = (u32t(&[3, 4], &dev), u32t(&[0, 0], &dev));
+    let (pos, of) = (u32t(&[3, 16], &dev), u32t(&[0, 0], &dev));
     for (heads, scale) in [(17, 0.5f32), (4, f32::NAN), (4, f32::INFINITY)] {
         let qkv = rand(&[b, (heads + 2 * nk) * d], DType::F32, &dev, 9);
         let e = decode::qkv_attention(&qkv, None, &table, &pos, None, &cache, &of, heads, scale).unwrap_err();
