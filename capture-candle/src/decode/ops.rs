@@ -285,24 +285,43 @@ pub fn attention(q: &Tensor, cache: &KvCache, pos: &Tensor, scale: f32) -> Resul
             ),
         ));
     }
-    if !scale.is_finite() {
-        return Err(Error::invalid("attention scale", scale, "a finite number"));
-    }
     rows_u32(OP, "pos", pos, b, q)?;
-    fits_u32(OP, "batch * kv_heads", b * nk)?;
     fits_u32(OP, "tokens", t)?;
-    Ok(match on(OP, q)? {
+    let where_ = on(OP, q)?;
+    attention_limits(OP, &where_, cache, nq, scale, q.dtype())?;
+    Ok(match where_ {
         On::Cuda => {
-            if dim % 8 != 0 || dim > 256 || gpu::attention_split(nq / nk, dim, q.dtype().size_in_bytes(), s).is_none() {
-                return Err(Error::operands(
-                    OP,
-                    format!("the CUDA kernel takes head_dim a multiple of 8 up to 256 (got {dim})"),
-                ));
-            }
             gpu::attention(q, cache.k(), cache.v(), pos, cache.counters(), (b, nq, t, dim), (nk, s), scale, None)?
         }
         On::Cpu => cpu::attention(q, cache.k(), cache.v(), pos, (b, nq, t, dim), (nk, s), scale)?,
     })
+}
+
+/// What [`attention`] and [`qkv_attention`] both refuse, past their operands' shapes: a scale
+/// that is not finite, a grid too large, and on CUDA a head size or head ratio the kernel does
+/// not take.
+fn attention_limits(
+    op: &'static str,
+    on: &On,
+    cache: &KvCache,
+    q_heads: usize,
+    scale: f32,
+    dtype: DType,
+) -> Result<()> {
+    let (nk, dim, s) = (cache.kv_heads(), cache.head_dim(), cache.max_seq());
+    if !scale.is_finite() {
+        return Err(Error::invalid("attention scale", scale, "a finite number"));
+    }
+    fits_u32(op, "batch * kv_heads", cache.batch() * nk)?;
+    let takes =
+        dim % 8 == 0 && dim <= 256 && gpu::attention_split(q_heads / nk, dim, dtype.size_in_bytes(), s).is_some();
+    if matches!(on, On::Cuda) && !takes {
+        return Err(Error::operands(
+            op,
+            format!("the CUDA kernel takes head_dim a multiple of 8 up to 256 (got {dim})"),
+        ));
+    }
+    Ok(())
 }
 
 /// [`qkv_rope_write`] then [`attention`]: the decode step's attention from its fused QKV
@@ -340,22 +359,9 @@ pub fn qkv_attention(
             format!("{q_heads} query heads over {nk} key/value heads: at most 16 a key head"),
         ));
     }
-    if !scale.is_finite() {
-        return Err(Error::invalid("attention scale", scale, "a finite number"));
-    }
-    fits_u32(OP, "batch * kv_heads", b * nk)?;
-    let cuda = matches!(on(OP, qkv)?, On::Cuda);
-    if cuda
-        && (dim % 8 != 0
-            || dim > 256
-            || gpu::attention_split(q_heads / nk, dim, qkv.dtype().size_in_bytes(), s).is_none())
-    {
-        return Err(Error::operands(
-            OP,
-            format!("the CUDA kernel takes head_dim a multiple of 8 up to 256 (got {dim})"),
-        ));
-    }
-    if !cuda || tokens != 1 {
+    let where_ = on(OP, qkv)?;
+    attention_limits(OP, &where_, cache, q_heads, scale, qkv.dtype())?;
+    if matches!(where_, On::Cpu) || tokens != 1 {
         let q = qkv_rope_write(qkv, bias, rope, pos, active, cache, overflow, q_heads)?;
         return attention(&q, cache, pos, scale);
     }
