@@ -827,6 +827,27 @@ __device__ void silu_mul(const typename E::T* in, u32 inter, u64 n, typename E::
 // DIAG (bench/gemv_probe.cu only; 0 here): 1 skips the staging (f(x) = 1), 2 replaces the
 // products by an XOR of the weights' bits, 3 both: the GEMV's access pattern alone; 4 loads
 // the weights through L1; 8 stages x in mode 0 as well.
+//
+// PDL (bench/pdl_gemv_probe.cu only, built with DECODE_PDL; nothing in the PTX here): a
+// programmatic dependent launch's hooks. The block waits for its predecessor grid
+// (griddepcontrol.wait) after its first weight loads and before it reads anything another
+// kernel wrote (x, the residual) or writes anything; `g_pdl_mode` says where it lets its
+// successor launch: bits 0-1: 0 at its start, 1 when it starts its last row group, 2 never
+// (at its exit); bit 2: the rest of its first row prefetched into L2 before the wait.
+#if defined(DECODE_PDL)
+__device__ u32 g_pdl_mode;
+#endif
+#if defined(DECODE_PDL) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+static __device__ __forceinline__ u32 pdl_mode() { return g_pdl_mode; }
+static __device__ __forceinline__ void pdl_wait() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
+static __device__ __forceinline__ void pdl_trigger() { asm volatile("griddepcontrol.launch_dependents;" ::: "memory"); }
+static __device__ __forceinline__ void pdl_prefetch(const void* p) { asm volatile("prefetch.global.L2::evict_last [%0];" ::"l"(p)); }
+#else
+static __device__ __forceinline__ u32 pdl_mode() { return 2; }
+static __device__ __forceinline__ void pdl_wait() {}
+static __device__ __forceinline__ void pdl_trigger() {}
+static __device__ __forceinline__ void pdl_prefetch(const void*) {}
+#endif
 #define GEMV_MAX_THREADS 512
 #define GEMV_MAX_WARPS (GEMV_MAX_THREADS / 32)
 #define GEMV_MIN_BLOCKS 2
@@ -937,14 +958,22 @@ __device__ void gemv_body(const typename E::T* x, const typename E::T* W, u32 M,
         }
     };
     // The first weight loads and residuals, before the staging.
+    const u32 pdl = pdl_mode();
+    if ((pdl & 3) == 0 || ((pdl & 3) == 1 && blockIdx.x + gridDim.x >= groups)) pdl_trigger();
     bool loaded = false;
     if (blockIdx.x < groups) {
         const u32 n = blockIdx.x * rows_blk + row_in;
         if (n < N && s_begin < s_end) {
             load(n, s_begin);
             loaded = true;
+            if (pdl & 4)
+                for (u32 s = s_begin + GEMV_L; s < s_end; ++s) {
+                    const u32 k = (s * 32 + lane) * EL;
+                    if (k < KR) pdl_prefetch(GLU && k >= K ? W + (u64)(N + n) * K + (k - K) : W + (u64)n * K + k);
+                }
         }
     }
+    pdl_wait();
     load_res(blockIdx.x);
     // Staging f(x), 16 bytes a thread a round (mode 0 reads x where it is: no staging).
     for (u32 m = 0; m < M && !(DIAG & 1) && !XG; ++m) {
@@ -995,6 +1024,7 @@ __device__ void gemv_body(const typename E::T* x, const typename E::T* W, u32 M,
     unsigned long long best = 0;
     for (u32 grp = blockIdx.x; grp < groups; grp += gridDim.x) {
         const u32 n = grp * rows_blk + row_in;
+        if ((pdl & 3) == 1 && grp != blockIdx.x && grp + gridDim.x >= groups) pdl_trigger();
         const float res = res_next;
         load_res(grp + gridDim.x);  // the next row's, in flight during this one
         float acc[GEMV_MAX_M] = {0.f, 0.f};
