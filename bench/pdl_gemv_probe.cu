@@ -20,7 +20,9 @@
 // A third puts stream-ordered allocations between the kernels, as a captured candle step has
 // them (its intermediates are graph memory): a 4 KB `cudaMallocAsync` before each of O,
 // gate/up and down, the three freed after down. Whether a programmatic edge survives an
-// allocation node between two kernels is what the edge count shows.
+// allocation node between two kernels is what the edge count shows. A fourth puts a 4 KB
+// memset node there instead; a fifth makes the three allocations at the layer's start, before
+// QKV (kernels adjacent within a layer, allocation and free nodes between layers).
 //
 // Build and run (the GPU machine):
 //   nvcc -O3 -std=c++17 -arch=sm_90 -DDECODE_PDL -o pdl_gemv_probe bench/pdl_gemv_probe.cu -lcublas
@@ -40,6 +42,13 @@ __global__ void stall(u64 ns) {
     while (clock_now() - t0 < ns) {}
 }
 
+// The first error of a launch or a stream-ordered call (kept, not fatal: a capture that the
+// driver refuses is a result here).
+static cudaError_t g_err = cudaSuccess;
+static void note(cudaError_t e) {
+    if (e != cudaSuccess && g_err == cudaSuccess) g_err = e;
+}
+
 template <typename F, typename... A>
 static void launch(bool pdl, F f, u32 grid, u32 threads, u32 smem, A... args) {
     cudaLaunchConfig_t cfg = {};
@@ -52,15 +61,24 @@ static void launch(bool pdl, F f, u32 grid, u32 threads, u32 smem, A... args) {
     at[0].val.programmaticStreamSerializationAllowed = 1;
     cfg.attrs = pdl ? at : nullptr;
     cfg.numAttrs = pdl ? 1 : 0;
-    CK(cudaLaunchKernelEx(&cfg, f, args...));
+    note(cudaLaunchKernelEx(&cfg, f, args...));
 }
 
-// Programmatic edges in a capture of `body`.
-static size_t programmatic_edges(const std::function<void()>& body) {
-    cudaGraph_t g;
+// Programmatic edges in a capture of `body`; -1 (the error printed) where a call in it, or the
+// capture itself, failed.
+static long programmatic_edges(const std::function<void()>& body) {
+    cudaGraph_t g = nullptr;
+    g_err = cudaSuccess;
     CK(cudaStreamBeginCapture(g_s, cudaStreamCaptureModeGlobal));
     body();
-    CK(cudaStreamEndCapture(g_s, &g));
+    const cudaError_t end = cudaStreamEndCapture(g_s, &g);
+    if (g_err != cudaSuccess || end != cudaSuccess) {
+        printf("capture failed: %s / %s\n", cudaGetErrorString(g_err), cudaGetErrorString(end));
+        if (g) cudaGraphDestroy(g);
+        cudaGetLastError();
+        g_err = cudaSuccess;
+        return -1;
+    }
     size_t n = 0;
     CK(cudaGraphGetEdges(g, nullptr, nullptr, nullptr, &n));
     std::vector<cudaGraphNode_t> from(n), to(n);
@@ -69,7 +87,7 @@ static size_t programmatic_edges(const std::function<void()>& body) {
     size_t prog = 0;
     for (auto& d : data) prog += d.type == cudaGraphDependencyTypeProgrammatic;
     CK(cudaGraphDestroy(g));
-    return prog;
+    return (long)prog;
 }
 
 int main() {
@@ -86,6 +104,8 @@ int main() {
     // a0: the residual stream [H] then the post-attention stream [H] (at a0 + I, as in
     // persistent_probe.cu); a1: QKV's output; g: gate/up's output.
     u16 *a0, *a1, *nw, *g;
+    unsigned char* scratch;  // the memset section's target
+    CK(cudaMalloc(&scratch, 3 * 4096));
     CK(cudaMalloc(&a0, 2 * I * 2)); CK(cudaMalloc(&a1, 2 * I * 2)); CK(cudaMalloc(&nw, H * 2)); CK(cudaMalloc(&g, I * 2));
     fill(nw, H, ++seed, 0.5f, 1.5f);
     std::vector<u16> x0(H);
@@ -101,7 +121,12 @@ int main() {
         const u64 stall_ns = between == 1 ? 6000 : 0;
         void* tmp[3] = {};
         int ntmp = 0;
-        auto alloc = [&] { if (between == 2) CK(cudaMallocAsync(&tmp[ntmp++], 4096, g_s)); };
+        auto alloc = [&] {
+            if (between == 2) note(cudaMallocAsync(&tmp[ntmp++], 4096, g_s));
+            if (between == 3) note(cudaMemsetAsync(scratch + 4096 * ntmp++, 0, 4096, g_s));
+        };
+        if (between == 4)
+            for (int i = 0; i < 3; ++i) note(cudaMallocAsync(&tmp[ntmp++], 4096, g_s));
         launch(pdl && l > 0, gemv_bf16, cq.grid, cq.threads, H * 2, (const u16*)a0, (const u16*)W[l].qkv, 1u, QKV, H,
                1u, (const u16*)nw, 1e-5f, (const u16*)nullptr, a1, cq.ks, (unsigned long long*)nullptr);
         if (stall_ns) launch(false, stall, 8, 32, 0, stall_ns);
@@ -114,7 +139,8 @@ int main() {
         alloc();
         launch(pdl, gemv_bf16, cd.grid, cd.threads, I * 2, (const u16*)g, (const u16*)W[l].d, 1u, H, I, 0u,
                (const u16*)nullptr, 1e-5f, (const u16*)(a0 + I), a0, cd.ks, (unsigned long long*)nullptr);
-        for (int i = 0; i < ntmp; ++i) CK(cudaFreeAsync(tmp[i], g_s));
+        if (between == 2 || between == 4)
+            for (int i = 0; i < ntmp; ++i) note(cudaFreeAsync(tmp[i], g_s));
     };
     auto set_mode = [&](u32 m) { CK(cudaMemcpyToSymbol(g_pdl_mode, &m, 4)); };
     auto run_out = [&](bool pdl, int between) {
@@ -125,8 +151,10 @@ int main() {
     const char* names[] = {"start", "last group", "exit", "", "start + L2", "last group + L2", "exit + L2"};
     const u32 modes[] = {0, 1, 2, 4, 5, 6};
     const char* sections[] = {"the four GEMVs alone", "with a 6 µs stall kernel between QKV and O",
-                              "with a 4 KB stream-ordered allocation before O, gate/up and down, freed after down"};
-    for (int between : {0, 1, 2}) {
+                              "with a 4 KB stream-ordered allocation before O, gate/up and down, freed after down",
+                              "with a 4 KB memset before O, gate/up and down",
+                              "with three 4 KB stream-ordered allocations before QKV, freed after down"};
+    for (int between : {0, 1, 2, 3, 4}) {
         set_mode(2);
         const auto ref = run_out(false, 0);
         bool finite = true;
@@ -135,18 +163,26 @@ int main() {
         printf("\n%s (reference output %s, %s)\n", sections[between], finite ? "finite" : "NOT FINITE",
                ref_s == ref ? "equal to the chain's alone" : "NOT EQUAL to the chain's alone");
         printf("| path | programmatic edges | µs a layer (median) | min–max | vs plain | output |\n|---|---|---|---|---|---|\n");
-        // Alternate plain and each PDL mode twice, so drift shows.
+        // Alternate plain and each PDL mode twice, so drift shows (past the first two sections,
+        // without the L2 variants).
         for (int rep = 0; rep < 2; ++rep) {
             set_mode(2);
+            const long pe = programmatic_edges([&] { for (u32 l = 0; l < L; ++l) layer(l, false, between); });
+            if (pe < 0) break;
             const Timing p = time_graph(L, [&](int l) { layer(l, false, between); });
-            printf("| plain (%d) | %zu | %.2f | %.2f–%.2f | 1.000 | reference |\n", rep + 1,
-                   programmatic_edges([&] { for (u32 l = 0; l < L; ++l) layer(l, false, between); }), p.med, p.lo, p.hi);
+            printf("| plain (%d) | %ld | %.2f | %.2f–%.2f | 1.000 | reference |\n", rep + 1, pe, p.med, p.lo, p.hi);
             for (u32 m : modes) {
+                if (between >= 2 && (m & 4)) continue;
                 set_mode(m);
+                const long e = programmatic_edges([&] { for (u32 l = 0; l < L; ++l) layer(l, true, between); });
+                if (e < 0) {
+                    printf("| pdl, %s (%d) | capture failed | | | | |\n", names[m], rep + 1);
+                    continue;
+                }
                 const Timing t = time_graph(L, [&](int l) { layer(l, true, between); });
-                const bool same = run_out(true, between) == ref;
-                printf("| pdl, %s (%d) | %zu | %.2f | %.2f–%.2f | %.3f | %s |\n", names[m], rep + 1,
-                       programmatic_edges([&] { for (u32 l = 0; l < L; ++l) layer(l, true, between); }), t.med, t.lo, t.hi,
+                g_err = cudaSuccess;
+                const bool same = run_out(true, between) == ref && g_err == cudaSuccess;
+                printf("| pdl, %s (%d) | %ld | %.2f | %.2f–%.2f | %.3f | %s |\n", names[m], rep + 1, e, t.med, t.lo, t.hi,
                        t.med / p.med, same ? "equal" : "MISMATCH");
             }
         }
