@@ -643,6 +643,26 @@ fn qkv_attention_checks_before_it_writes() {
     }
 }
 
+/// On CUDA, one call of `qkv_attention` takes at most 65,535 tokens a row (attention's grid's
+/// second dimension). Past that it is refused before the cache is written (before, the cache
+/// was written and attention's launch then failed); at the limit it runs.
+#[test]
+#[ignore = "needs a CUDA device"]
+fn qkv_attention_refuses_more_tokens_than_a_grid_holds_gpu() {
+    let Some(dev) = gpu() else { return };
+    let (nk, heads, d, s) = (1, 1, 8, 16);
+    let cache = KvCache::new(1, nk, s, d, DType::F32, &dev).unwrap();
+    let table = RopeTable::new(d, s, 10_000.0, None, RopeLayout::Halves, &dev).unwrap();
+    let (pos, of) = (u32t(&[0], &dev), u32t(&[0], &dev));
+    let qkv = |t: usize| Tensor::ones((1, t, (heads + 2 * nk) * d), DType::F32, &dev).unwrap();
+    let e = decode::qkv_attention(&qkv(65_536), None, &table, &pos, None, &cache, &of, heads, 0.5).unwrap_err();
+    assert!(matches!(e, Error::BadOperands { .. }) && e.to_string().contains("split the call"), "{e}");
+    assert!(f32s(cache.k()).iter().chain(f32s(cache.v()).iter()).all(|&x| x == 0.0), "the cache was written");
+    assert_eq!(of.to_vec1::<u32>().unwrap(), [0]);
+    let out = decode::qkv_attention(&qkv(65_535), None, &table, &pos, None, &cache, &of, heads, 0.5).unwrap();
+    assert_eq!(out.dims(), [1, 65_535, heads * d]);
+}
+
 #[test]
 fn mismatched_operands_are_typed_errors() {
     let dev = Device::Cpu;

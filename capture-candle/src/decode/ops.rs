@@ -263,8 +263,9 @@ pub fn rope(x: &Tensor, heads: usize, table: &RopeTable, pos: &Tensor) -> Result
 /// different streams.
 ///
 /// # Errors
-/// [`Error::BadOperands`] for shapes or dtypes that do not fit, or more than 16 query heads
-/// per key/value head; candle's error if a launch fails.
+/// [`Error::BadOperands`] for shapes or dtypes that do not fit, more than 16 query heads
+/// per key/value head, or on CUDA more than 65,535 tokens a row in one call;
+/// [`Error::InvalidArgument`] for a scale that is not finite; candle's error if a launch fails.
 pub fn attention(q: &Tensor, cache: &KvCache, pos: &Tensor, scale: f32) -> Result<Tensor> {
     const OP: &str = "attention";
     float(OP, "q", q)?;
@@ -288,7 +289,7 @@ pub fn attention(q: &Tensor, cache: &KvCache, pos: &Tensor, scale: f32) -> Resul
     rows_u32(OP, "pos", pos, b, q)?;
     fits_u32(OP, "tokens", t)?;
     let where_ = on(OP, q)?;
-    attention_limits(OP, &where_, cache, nq, scale, q.dtype())?;
+    attention_limits(OP, &where_, cache, (nq, t), scale, q.dtype())?;
     Ok(match where_ {
         On::Cuda => {
             gpu::attention(q, cache.k(), cache.v(), pos, cache.counters(), (b, nq, t, dim), (nk, s), scale, None)?
@@ -299,12 +300,14 @@ pub fn attention(q: &Tensor, cache: &KvCache, pos: &Tensor, scale: f32) -> Resul
 
 /// What [`attention`] and [`qkv_attention`] both refuse, past their operands' shapes: a scale
 /// that is not finite, a grid too large, and on CUDA a head size or head ratio the kernel does
-/// not take.
+/// not take, or more token rows than a CUDA grid's second dimension holds (65,535).
+/// [`qkv_attention`] checks them before it writes the cache, so a refused call leaves the
+/// cache as it was.
 fn attention_limits(
     op: &'static str,
     on: &On,
     cache: &KvCache,
-    q_heads: usize,
+    (q_heads, tokens): (usize, usize),
     scale: f32,
     dtype: DType,
 ) -> Result<()> {
@@ -313,16 +316,31 @@ fn attention_limits(
         return Err(Error::invalid("attention scale", scale, "a finite number"));
     }
     fits_u32(op, "batch * kv_heads", cache.batch() * nk)?;
-    let takes =
-        dim % 8 == 0 && dim <= 256 && gpu::attention_split(q_heads / nk, dim, dtype.size_in_bytes(), s).is_some();
+    let split = gpu::attention_split(q_heads / nk, dim, dtype.size_in_bytes(), s);
+    let takes = dim % 8 == 0 && dim <= 256 && split.is_some();
     if matches!(on, On::Cuda) && !takes {
         return Err(Error::operands(
             op,
             format!("the CUDA kernel takes head_dim a multiple of 8 up to 256 (got {dim})"),
         ));
     }
+    if let (On::Cuda, Some((_, head_groups, _))) = (on, split) {
+        // The grid's first dimension: a block per row, key head and group of query heads.
+        fits_u32(op, "batch * kv_heads * head groups", cache.batch() * nk * head_groups)?;
+    }
+    if matches!(on, On::Cuda) && tokens > ATT_MAX_TOKENS {
+        return Err(Error::operands(
+            op,
+            format!(
+                "the CUDA kernel takes at most {ATT_MAX_TOKENS} tokens a row in one call (got {tokens}; its grid's second dimension): split the call"
+            ),
+        ));
+    }
     Ok(())
 }
+
+/// The most token rows one CUDA attention call takes: its grid's second dimension.
+const ATT_MAX_TOKENS: usize = 65_535;
 
 /// [`qkv_rope_write`] then [`attention`]: the decode step's attention from its fused QKV
 /// projection, returning `[batch, tokens, q_heads * head_dim]`. The operands are those two
@@ -360,7 +378,7 @@ pub fn qkv_attention(
         ));
     }
     let where_ = on(OP, qkv)?;
-    attention_limits(OP, &where_, cache, q_heads, scale, qkv.dtype())?;
+    attention_limits(OP, &where_, cache, (q_heads, tokens), scale, qkv.dtype())?;
     if matches!(where_, On::Cpu) || tokens != 1 {
         let q = qkv_rope_write(qkv, bias, rope, pos, active, cache, overflow, q_heads)?;
         return attention(&q, cache, pos, scale);
@@ -618,4 +636,25 @@ pub(crate) fn matvec_with(
         None => y,
     };
     Ok((y, false))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The CUDA-only limits, checked without a GPU: a call past the grid's second dimension
+    /// is refused with a message that says to split it; the CPU takes any number of tokens.
+    #[test]
+    fn attention_limits_refuse_more_tokens_than_a_grid_holds() {
+        let cache = KvCache::new(1, 2, 16, 64, DType::F32, &candle_core::Device::Cpu).unwrap();
+        let limits =
+            |on: On, tokens: usize| attention_limits("attention", &on, &cache, (8, tokens), 0.125, DType::BF16);
+        assert!(limits(On::Cuda, ATT_MAX_TOKENS).is_ok());
+        let e = limits(On::Cuda, ATT_MAX_TOKENS + 1).unwrap_err().to_string();
+        assert!(e.contains("65535 tokens a row") && e.contains("split the call"), "{e}");
+        assert!(limits(On::Cpu, ATT_MAX_TOKENS + 1).is_ok());
+        // The other limits still hold first: a scale that is not finite, a head size the kernel does not take.
+        let e = attention_limits("attention", &On::Cuda, &cache, (8, 1), f32::NAN, DType::BF16).unwrap_err();
+        assert!(e.to_string().contains("scale"), "{e}");
+    }
 }
