@@ -1,7 +1,7 @@
 // Probe for issue #32, target 3: does programmatic dependent launch (PDL) shorten the step's
 // own chain of GEMVs? bench/pdl_probe.cu (issue #22) found it 6% slower, but on a product that
 // ran at half the step's rate; this one uses the step's kernels (kernels/decode.cu built with
-// DECODE_PDL, which adds the hooks described there).
+// DECODE_PDL and DECODE_PDL_PROBE: the hooks described there, in a mode chosen at run time).
 //
 // The chain: 16 layers x the batch-1 step's four GEMVs at the Llama-3.2-1B shapes (QKV with
 // RMSNorm, O + residual, gate/up with RMSNorm and SwiGLU, down + residual; each layer its own
@@ -25,7 +25,7 @@
 // QKV (kernels adjacent within a layer, allocation and free nodes between layers).
 //
 // Build and run (the GPU machine):
-//   nvcc -O3 -std=c++17 -arch=sm_90 -DDECODE_PDL -o pdl_gemv_probe bench/pdl_gemv_probe.cu -lcublas
+//   nvcc -O3 -std=c++17 -arch=sm_90 -DDECODE_PDL -DDECODE_PDL_PROBE -o pdl_gemv_probe bench/pdl_gemv_probe.cu -lcublas
 //   ./pdl_gemv_probe
 #include "../capture-candle/kernels/decode.cu"
 #include "probe_host.cuh"

@@ -10,6 +10,8 @@
 #   bash scripts/gpu_issue32.sh aba          # A/B/A in one command: llama_bench, PyTorch at BATCH (8; 64/2000, 8000), llama_bench (OLD=1: + llama_bench_old)
 #   bash scripts/gpu_issue32.sh mmv-step     # llama_bench: the fused step (tensor-core products) against cuBLAS products, batches 3 and 8
 #   bash scripts/gpu_issue32.sh batches      # transformers' goldens at batches of 3-8 rows (real shapes too); the projection past 96 KB
+#   bash scripts/gpu_issue32.sh pdl          # programmatic dependent launch: bench/pdl_gemv_probe.cu, the model's PDL test,
+#                                            #   then llama_bench's fused step against its PDL twin (batches 1, 2, 8; positions 64, 2000)
 # Logs go to $OUT (or ./gpu-logs), one file per mode (TAG names it).
 set -u -o pipefail
 cd "$(dirname "$0")/.."
@@ -99,6 +101,18 @@ case "$1" in
       timeout 400 "$b" --include-ignored --test-threads=1 --nocapture || failed "conformance"
       b=$(one decode); echo "=== decode ($b)"
       timeout 300 "$b" --include-ignored --test-threads=1 shared_memory 96_kb || failed "decode"
+    } 2>&1 | tee "$out/$tag.txt"
+    ;;
+  pdl)
+    { nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+      echo "=== bench/pdl_gemv_probe.cu"
+      { nvcc -O3 -std=c++17 -arch=sm_90 -DDECODE_PDL -DDECODE_PDL_PROBE -o /tmp/pdl_gemv_probe bench/pdl_gemv_probe.cu -lcublas \
+        && timeout 240 /tmp/pdl_gemv_probe; } || failed "pdl_gemv_probe"
+      b=$(one model); echo "=== model ($b)"
+      timeout 300 "$b" --include-ignored --test-threads=1 programmatic 2>&1 || failed "model"
+      echo "=== llama_bench: fused against pdl"
+      timeout ${LIMIT:-300} $c/llama_bench --rounds ${ROUNDS:-6} --max-seq 2112 --batches ${BATCHES:-1,2,8} --positions 64,2000 \
+        --sampling greedy --paths fused,pdl --no-breakdown || failed "llama_bench"
     } 2>&1 | tee "$out/$tag.txt"
     ;;
   *) echo "unknown mode $1"; exit 2 ;;

@@ -6,7 +6,7 @@
 //!
 //! ```text
 //! llama_bench [--config NAME] [--rounds R] [--tokens N] [--max-seq S] [--batches 1,8] [--positions 64,2000]
-//!             [--sampling greedy,topk,plain] [--paths eager,unfused,fused,cublas|none] [--no-breakdown]
+//!             [--sampling greedy,topk,plain] [--paths eager,unfused,fused,cublas,pdl|none] [--no-breakdown]
 //!             [--generator] [--prompt-len 32] [--new-tokens 128]
 //! ```
 //! Each token counts the step and the read-back of the next token to the host (the inputs
@@ -22,7 +22,9 @@
 //!
 //! `--paths`: which steps to time (`none` skips the step benchmark; `cublas`, not in the
 //! default list, is the fused step with cuBLAS products at every batch, how 3 to 8 rows ran
-//! before the tensor-core kernel). `--no-breakdown` skips
+//! before the tensor-core kernel; `pdl`, not in the default list either, is the fused step
+//! with programmatic dependent launch of its matrix-vector kernels, on a second model with
+//! the same weights: `Model::set_programmatic_launch`). `--no-breakdown` skips
 //! the per-part sub-graphs.
 //!
 //! `--generator`: after the step benchmark, the `Generator` protocol: for each batch of
@@ -90,6 +92,9 @@ enum Path {
     /// The fused step with cuBLAS products at every batch (how 3 to 8 rows ran before the
     /// tensor-core kernel): not in the default list.
     Cublas,
+    /// The fused step with programmatic dependent launch (a second model, the same weights):
+    /// not in the default list.
+    Pdl,
 }
 
 impl Path {
@@ -101,6 +106,7 @@ impl Path {
             "unfused" => Some(Self::Unfused),
             "fused" => Some(Self::Fused),
             "cublas" => Some(Self::Cublas),
+            "pdl" => Some(Self::Pdl),
             _ => None,
         }
     }
@@ -112,6 +118,7 @@ impl Path {
             Self::Unfused => "replay, unfused",
             Self::Fused => "replay, fused",
             Self::Cublas => "replay, fused, cuBLAS products",
+            Self::Pdl => "replay, fused, programmatic launch",
         }
     }
 }
@@ -132,7 +139,7 @@ struct Args {
 }
 
 const USAGE: &str = "usage: llama_bench [--config NAME] [--rounds R] [--tokens N] [--max-seq S] [--batches 1,8] \
-[--positions 64,2000] [--sampling greedy,topk,plain] [--paths eager,unfused,fused,cublas|none] [--no-breakdown] \
+[--positions 64,2000] [--sampling greedy,topk,plain] [--paths eager,unfused,fused,cublas,pdl|none] [--no-breakdown] \
 [--generator] [--prompt-len 32] [--new-tokens 128]";
 
 fn parse_args() -> std::result::Result<Args, String> {
@@ -189,7 +196,7 @@ fn parse_args() -> std::result::Result<Args, String> {
                     "--sampling" => a.sampling = list(&k, &v, "greedy, topk or plain", Mode::parse)?,
                     "--paths" if v == "none" => a.paths.clear(),
                     "--paths" => {
-                        a.paths = list(&k, &v, "eager, unfused, fused or cublas (or `none` alone)", Path::parse)?
+                        a.paths = list(&k, &v, "eager, unfused, fused, cublas or pdl (or `none` alone)", Path::parse)?
                     }
                     "--prompt-len" => a.prompt_len = num(&k, &v)?,
                     "--new-tokens" => a.new_tokens = num(&k, &v)?,
@@ -298,7 +305,17 @@ fn main() -> Result<()> {
         a.tokens
     );
     if !a.paths.is_empty() {
-        step_bench(&a, &cfg, &model, &mut cs)?;
+        // The `pdl` path's model: the same weights (the same seed on the same device).
+        let pdl = if a.paths.contains(&Path::Pdl) {
+            let mut m = Model::random(&cfg, DType::BF16, a.max_seq, &device, 1)?;
+            if !m.set_programmatic_launch(true)? {
+                println!("# this GPU has no programmatic dependent launch: the `pdl` path launches plainly");
+            }
+            Some(Arc::new(m))
+        } else {
+            None
+        };
+        step_bench(&a, &cfg, &model, pdl.as_ref(), &mut cs)?;
     }
     if a.generator {
         generator_bench(&a, &model, &mut cs)?;
@@ -307,7 +324,13 @@ fn main() -> Result<()> {
 }
 
 /// The decode step alone, per path and sampling mode, at each batch and position.
-fn step_bench(a: &Args, cfg: &Config, model: &Arc<Model>, cs: &mut CandleStream) -> Result<()> {
+fn step_bench(
+    a: &Args,
+    cfg: &Config,
+    model: &Arc<Model>,
+    pdl: Option<&Arc<Model>>,
+    cs: &mut CandleStream,
+) -> Result<()> {
     let weights = model.weight_bytes() as f64;
     let modes = &a.sampling;
     // The default (greedy only) prints the table as before issue #32.
@@ -338,9 +361,13 @@ fn step_bench(a: &Args, cfg: &Config, model: &Arc<Model>, cs: &mut CandleStream)
                 Path::Unfused => m.step_unfused(s),
                 _ => m.step(s),
             };
+            let owned = match (path, pdl) {
+                (Path::Pdl, Some(m)) => (m.clone(), state.clone()),
+                _ => owned.clone(),
+            };
             cs.warm_up(|| step(&owned).map_err(candle_core::Error::wrap))?;
             let t = Instant::now();
-            let (g, _report) = cs.capture_owned(owned.clone(), step)?;
+            let (g, _report) = cs.capture_owned(owned, step)?;
             runs.push((path, Some((g, t.elapsed().as_secs_f64() * 1e3))));
         }
         for &pos in &a.positions {

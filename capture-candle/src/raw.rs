@@ -1,7 +1,8 @@
 //! The raw layer: every `unsafe` of this crate, each with its safety argument. Everything
 //! above it is safe code.
 //!
-//! - [`launch`]: a kernel of this crate's PTX on candle's stream;
+//! - [`launch`]: a kernel of this crate's PTX on candle's stream; [`launch_programmatic`], the
+//!   same with programmatic dependent launch;
 //! - [`uninit`]: a tensor whose every element the next kernel writes;
 //! - [`mmap_safetensors`]: weights memory-mapped from disk.
 #![allow(unsafe_code)]
@@ -76,6 +77,78 @@ pub(crate) fn launch(
     // (positions past the cache are clamped in the kernel). The launch is stream-ordered on
     // candle's stream, like every candle op on those tensors.
     unsafe { b.launch(cfg) }.map_err(|e| candle_core::Error::Cuda(Box::new(e)))?;
+    Ok(())
+}
+
+/// Whether `dev` can launch a kernel with the programmatic-stream-serialization attribute
+/// (programmatic dependent launch): compute capability 9.0 and later.
+pub(crate) fn programmatic_launch_supported(dev: &CudaDevice) -> candle_core::Result<bool> {
+    let (major, _) =
+        dev.cuda_stream().context().compute_capability().map_err(|e| candle_core::Error::Cuda(Box::new(e)))?;
+    Ok(major >= 9)
+}
+
+/// [`launch`] with the programmatic-stream-serialization attribute (programmatic dependent
+/// launch; the caller checked [`programmatic_launch_supported`]): the kernel may start
+/// before its predecessor on the stream has finished, and in a capture the edge from that
+/// predecessor, when it is a kernel node, is a programmatic one.
+///
+/// Only for kernels that wait for their predecessor (`griddepcontrol.wait`, the PDL hooks of
+/// `kernels/decode.cu`, in `decode_pdl.ptx`) in every block before they read anything
+/// another kernel wrote or write anything: the gemv kernels. The callers' checks are those of
+/// [`launch`].
+pub(crate) fn launch_programmatic(
+    dev: &CudaDevice,
+    module: &str,
+    ptx: &str,
+    function: &str,
+    cfg: LaunchConfig,
+    args: &[Arg],
+) -> candle_core::Result<()> {
+    use cudarc::driver::sys;
+    let cuda = |e| candle_core::Error::Cuda(Box::new(e));
+    let func = dev.get_or_load_custom_func(function, module, ptx)?;
+    allow_shared_memory(&func, cfg.shared_mem_bytes)?;
+    let stream = dev.cuda_stream();
+    stream.context().bind_to_thread().map_err(cuda)?;
+    // The driver reads each argument through a pointer to its value, during the call.
+    let mut values = args.to_vec();
+    let mut params: Vec<*mut std::ffi::c_void> = values
+        .iter_mut()
+        .map(|a| match a {
+            Arg::U32(v) => std::ptr::from_mut(v).cast(),
+            Arg::U64(v) => std::ptr::from_mut(v).cast(),
+            Arg::F32(v) => std::ptr::from_mut(v).cast(),
+        })
+        .collect();
+    // SAFETY: an all-zero `CUlaunchAttribute` is a valid value of the plain C struct (an
+    // enum whose 0 is `CU_LAUNCH_ATTRIBUTE_IGNORE`, padding and a union of plain data);
+    // its id and value are set below.
+    let mut attr: sys::CUlaunchAttribute = unsafe { std::mem::zeroed() };
+    attr.id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    attr.value.programmaticStreamSerializationAllowed = 1;
+    let config = sys::CUlaunchConfig {
+        gridDimX: cfg.grid_dim.0,
+        gridDimY: cfg.grid_dim.1,
+        gridDimZ: cfg.grid_dim.2,
+        blockDimX: cfg.block_dim.0,
+        blockDimY: cfg.block_dim.1,
+        blockDimZ: cfg.block_dim.2,
+        sharedMemBytes: cfg.shared_mem_bytes,
+        hStream: stream.cu_stream(),
+        attrs: &raw mut attr,
+        numAttrs: 1,
+    };
+    // SAFETY: as `launch`'s: the arguments match the kernel's signature, in its order and
+    // types (`params` points at `values`, alive for the call); every pointer among them is a
+    // live tensor's, sized as the kernel reads and writes it. `func` is loaded on `dev`'s
+    // context, bound to this thread above, and `config` names candle's stream of that
+    // context. The attribute lets the kernel start before its predecessor ends; the kernels
+    // launched this way wait for it in every block before they touch memory another kernel
+    // wrote or reads (`kernels/decode.cu`, PDL).
+    unsafe { sys::cuLaunchKernelEx(&config, func.cu_function(), params.as_mut_ptr(), std::ptr::null_mut()) }
+        .result()
+        .map_err(cuda)?;
     Ok(())
 }
 

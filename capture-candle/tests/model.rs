@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use candle_core::{DType, Device, IndexOp, Tensor, D};
 use capture_candle::decode::{RopeTable, SamplingParams};
 use capture_candle::model::{Config, Family, Model};
-use capture_candle::Error;
+use capture_candle::{CandleStream, Error};
 use common::*;
 
 const LLAMA_JSON: &str = r#"{
@@ -338,4 +338,76 @@ fn seeded_sampling_in_the_model_repeats() {
     };
     assert_eq!(run(9), run(9));
     assert_ne!(run(9), run(10));
+}
+
+/// Programmatic dependent launch is in effect only on a GPU that has it: on the CPU
+/// `set_programmatic_launch` says it is not, and the step runs as before.
+#[test]
+fn programmatic_launch_is_not_in_effect_on_the_cpu() {
+    let mut m = Model::random(&Config::tiny(Family::Llama), DType::F32, 16, &Device::Cpu, 1).unwrap();
+    assert!(!m.set_programmatic_launch(true).unwrap());
+    assert!(!m.programmatic_launch());
+    let st = m.new_state(1).unwrap();
+    m.prefill(&st, 0, &[1, 2, 3]).unwrap();
+    m.step(&st).unwrap();
+}
+
+/// Programmatic dependent launch changes when the step's matrix-vector kernels start, not
+/// what they compute: its eager steps and its captured replays give the plain eager step's
+/// tokens and logits, bit for bit, at one and two rows (the rows those kernels take), greedy
+/// and sampled, for the tiny config and for two layers of Llama-3.2-1B's shapes.
+#[test]
+#[ignore = "needs a CUDA device"]
+fn programmatic_launch_gives_the_plain_steps_bits_gpu() {
+    use std::sync::Arc;
+    let Some(dev) = gpu() else { return };
+    let mut two_layers = Config::llama_3_2_1b();
+    two_layers.num_hidden_layers = 2;
+    two_layers.vocab_size = 4096;
+    for cfg in [Config::tiny(Family::Llama), two_layers] {
+        let plain = Arc::new(Model::random(&cfg, DType::BF16, 128, &dev, 7).unwrap());
+        let mut m = Model::random(&cfg, DType::BF16, 128, &dev, 7).unwrap();
+        assert!(m.set_programmatic_launch(true).unwrap(), "needs a GPU of compute capability 9.0 or later");
+        let pdl = Arc::new(m);
+        let topk = SamplingParams::new(0.8, 50, 0.95).unwrap();
+        for batch in [1, 2] {
+            let start = |m: &Model| {
+                let st = m.new_state(batch).unwrap();
+                for r in 0..batch {
+                    let params = if r == 0 { SamplingParams::GREEDY } else { topk };
+                    st.sampler().set(r, &params, 11 + r as u64).unwrap();
+                    m.prefill(&st, r, &[1, 2, 3 + r as u32, 40]).unwrap();
+                }
+                st
+            };
+            let bits = |st: &capture_candle::model::DecodeState| {
+                let l = st.logits().unwrap().to_dtype(DType::F32).unwrap().flatten_all().unwrap();
+                l.to_vec1::<f32>().unwrap().iter().map(|v| v.to_bits()).collect::<Vec<u32>>()
+            };
+            let eager = |m: &Model| {
+                let st = start(m);
+                (0..8)
+                    .map(|_| {
+                        m.step(&st).unwrap();
+                        (st.read_tokens().unwrap(), bits(&st))
+                    })
+                    .collect::<Vec<_>>()
+            };
+            let want = eager(&plain);
+            assert_eq!(eager(&pdl), want, "eager, {} layers, batch {batch}", cfg.num_hidden_layers);
+            let mut cs = CandleStream::new(&dev).unwrap();
+            // Modules load and candle's caches fill outside the capture, on a state of its own.
+            let warm = start(&pdl);
+            cs.warm_up(|| pdl.step(&warm).map_err(candle_core::Error::wrap)).unwrap();
+            let st = start(&pdl);
+            let (graph, _) = cs.capture_owned((pdl.clone(), st.clone()), |(m, s)| m.step(s)).unwrap();
+            let got: Vec<_> = (0..8)
+                .map(|_| {
+                    graph.launch(cs.stream()).unwrap();
+                    (st.read_tokens().unwrap(), bits(&st))
+                })
+                .collect();
+            assert_eq!(got, want, "replay, {} layers, batch {batch}", cfg.num_hidden_layers);
+        }
+    }
 }

@@ -11,6 +11,10 @@ use crate::raw::{self, device_address, Arg};
 /// `scripts/build-candle-ptx.sh`.
 pub(crate) const PTX: &str = include_str!("../../kernels/decode.ptx");
 const MODULE: &str = "capture_candle_decode";
+/// The gemv kernels with programmatic dependent launch's hooks (compute_90; `DECODE_PDL` in
+/// `kernels/decode.cu`), built by the same script.
+const PTX_PDL: &str = include_str!("../../kernels/decode_pdl.ptx");
+const MODULE_PDL: &str = "capture_candle_decode_pdl";
 
 fn cuda(t: &Tensor) -> Result<CudaDevice> {
     match t.device() {
@@ -38,6 +42,27 @@ fn addr(t: Option<&Tensor>) -> Result<Arg> {
 fn go(dev: &CudaDevice, name: &str, dtype: DType, cfg: LaunchConfig, args: &[Arg]) -> Result<()> {
     let f = format!("{name}_{}", suffix(dtype)?);
     raw::launch(dev, MODULE, PTX, &f, cfg, args)
+}
+
+/// How a kernel that can take part in programmatic dependent launch is launched.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub(crate) enum Launch {
+    /// A plain launch: the kernel starts when its predecessor on the stream has finished.
+    #[default]
+    Plain,
+    /// Where the GPU has it (compute capability 9.0 and later), the kernel of
+    /// `decode_pdl.ptx` with the programmatic-serialization attribute: it starts while its
+    /// predecessor drains, issues its first weight loads, and waits for it. Elsewhere, plain.
+    Programmatic,
+}
+
+/// `go` for a kernel of `decode_pdl.ptx` (the gemv kernels) under `launch`.
+fn go_gemv(dev: &CudaDevice, name: &str, dtype: DType, cfg: LaunchConfig, args: &[Arg], launch: Launch) -> Result<()> {
+    if launch == Launch::Programmatic && raw::programmatic_launch_supported(dev)? {
+        let f = format!("{name}_{}", suffix(dtype)?);
+        return raw::launch_programmatic(dev, MODULE_PDL, PTX_PDL, &f, cfg, args);
+    }
+    go(dev, name, dtype, cfg, args)
 }
 
 /// What `rope_write` is told besides its tensors.
@@ -399,6 +424,7 @@ pub(crate) fn gemv(
     residual: Option<&Tensor>,
     amax: Option<&Tensor>,
     glu: bool,
+    launch: Launch,
 ) -> Result<Tensor> {
     let dev = cuda(x)?;
     if device_address(w)? % 16 != 0 {
@@ -445,13 +471,16 @@ pub(crate) fn gemv(
         addr(nw)?,
         Arg::F32(eps),
     ];
-    if glu {
-        let args: Vec<Arg> = head.into_iter().chain([addr(Some(&y))?, Arg::U32(ks)]).collect();
+    let args: Vec<Arg> = if glu {
+        head.into_iter().chain([addr(Some(&y))?, Arg::U32(ks)]).collect()
+    } else {
+        head.into_iter().chain([addr(residual)?, addr(Some(&y))?, Arg::U32(ks), addr(amax)?]).collect()
+    };
+    if tc {
+        // The tensor-core kernels have no PDL hooks: a plain launch.
         go(&dev, name, x.dtype(), cfg, &args)?;
     } else {
-        let tail = [addr(residual)?, addr(Some(&y))?, Arg::U32(ks), addr(amax)?];
-        let args: Vec<Arg> = head.into_iter().chain(tail).collect();
-        go(&dev, name, x.dtype(), cfg, &args)?;
+        go_gemv(&dev, name, x.dtype(), cfg, &args, launch)?;
     }
     Ok(y)
 }

@@ -28,6 +28,7 @@ mod cache;
 mod cpu;
 pub(crate) mod gpu;
 pub(crate) mod ops;
+pub(crate) use gpu::Launch;
 mod rope;
 mod sampling;
 

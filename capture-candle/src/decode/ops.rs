@@ -2,6 +2,7 @@
 
 use candle_core::{DType, Device, Tensor};
 
+use super::gpu::Launch;
 use super::{cpu, gpu, KvCache, RopeLayout, RopeTable};
 use crate::error::{Error, Result};
 
@@ -483,7 +484,7 @@ pub enum Prologue<'a> {
 /// # Errors
 /// [`Error::BadOperands`] for shapes or dtypes that do not fit.
 pub fn matvec(x: &Tensor, w: &Tensor, prologue: Prologue<'_>, residual: Option<&Tensor>) -> Result<Tensor> {
-    Ok(matvec_with(x, w, prologue, residual, None)?.0)
+    Ok(matvec_with(x, w, prologue, residual, None, Launch::Plain)?.0)
 }
 
 /// What the checks of a projection decided: its sizes, and the fused kernel's mode, norm
@@ -598,6 +599,11 @@ fn prologue_apart(x: &Tensor, prologue: Prologue<'_>) -> Result<Tensor> {
 /// [`Error::BadOperands`] for shapes or dtypes that do not fit, or a weight with an odd number
 /// of rows.
 pub fn matvec_swiglu(x: &Tensor, w: &Tensor, prologue: Prologue<'_>) -> Result<Tensor> {
+    matvec_swiglu_with(x, w, prologue, Launch::Plain)
+}
+
+/// [`matvec_swiglu`], its kernel launched as `launch` says.
+pub(crate) fn matvec_swiglu_with(x: &Tensor, w: &Tensor, prologue: Prologue<'_>, launch: Launch) -> Result<Tensor> {
     const OP: &str = "matvec_swiglu";
     let p = plan(OP, x, w, prologue, None, true)?;
     if p.n % 2 != 0 {
@@ -607,7 +613,7 @@ pub fn matvec_swiglu(x: &Tensor, w: &Tensor, prologue: Prologue<'_>) -> Result<T
         ));
     }
     if let Some((mode, nw, eps)) = p.kernel {
-        return Ok(gpu::gemv(x, w, (p.m, p.n / 2, p.k), mode, nw, eps, None, None, true)?);
+        return Ok(gpu::gemv(x, w, (p.m, p.n / 2, p.k), mode, nw, eps, None, None, true, launch)?);
     }
     let y = prologue_apart(x, prologue)?.matmul(&w.t()?)?;
     silu_mul(&y)
@@ -615,20 +621,22 @@ pub fn matvec_swiglu(x: &Tensor, w: &Tensor, prologue: Prologue<'_>) -> Result<T
 
 /// [`matvec`], and with `amax` (i64 `[rows]`, zero before the call) each output row's
 /// largest value and first index packed as `key << 32 | !index` when the fused kernel ran
-/// (the second value says whether it did). The sampler reads and clears it.
+/// (the second value says whether it did). The sampler reads and clears it. The kernel is
+/// launched as `launch` says.
 pub(crate) fn matvec_with(
     x: &Tensor,
     w: &Tensor,
     prologue: Prologue<'_>,
     residual: Option<&Tensor>,
     amax: Option<&Tensor>,
+    launch: Launch,
 ) -> Result<(Tensor, bool)> {
     const OP: &str = "matvec";
     let p = plan(OP, x, w, prologue, residual, false)?;
     if let Some((mode, nw, eps)) = p.kernel {
         let m = p.m;
         let amax = amax.filter(|a| a.dtype() == DType::I64 && a.dims() == [m] && a.is_contiguous());
-        return Ok((gpu::gemv(x, w, (m, p.n, p.k), mode, nw, eps, residual, amax, false)?, amax.is_some()));
+        return Ok((gpu::gemv(x, w, (m, p.n, p.k), mode, nw, eps, residual, amax, false, launch)?, amax.is_some()));
     }
     let y = prologue_apart(x, prologue)?.matmul(&w.t()?)?;
     let y = match residual {
