@@ -192,6 +192,38 @@ pub(crate) struct AttRope<'a> {
     pub overflow: &'a Tensor,
 }
 
+/// An output tensor the caller allocated (before the step's kernels, so that no allocation
+/// node sits between two of them in a capture): contiguous, of `dtype`, `len` elements, on a
+/// 16-byte boundary. The kernel writes every element of it.
+fn written_in_full(op: &str, t: &Tensor, dtype: DType, len: usize) -> Result<()> {
+    if t.dtype() != dtype || t.elem_count() != len || device_address(t)? % 16 != 0 {
+        candle_core::bail!(
+            "{op}: the output must be a contiguous {dtype:?} tensor of {len} elements on a 16-byte boundary (got {:?} {:?})",
+            t.dtype(),
+            t.shape()
+        );
+    }
+    Ok(())
+}
+
+/// Elements of the f32 scratch `attention` needs for these sizes (its partial results per
+/// chunk), or `None` for a shape it does not take.
+pub(crate) fn attention_scratch_len(
+    (b, nq, t, dim): (usize, usize, usize, usize),
+    (nk, max_seq): (usize, usize),
+) -> Option<usize> {
+    let (_, nhg, most) = attention_split(nq / nk.max(1), dim, 0, max_seq)?;
+    let (nsplit, _) = attention_grid(b * nk * nhg * t, most, max_seq);
+    Some(b * nq * t * nsplit * (dim + 4))
+}
+
+/// Where `attention` writes, when the caller allocated it: the f32 scratch (at least
+/// [`attention_scratch_len`] elements) and the output (`[B, T, nq*dim]`'s elements).
+pub(crate) struct AttInto<'a> {
+    pub scratch: &'a Tensor,
+    pub out: &'a Tensor,
+}
+
 /// Decode attention in one kernel: partial results per chunk into an f32 scratch tensor, and
 /// the last block of each (row, key head, token) combines them into `[B, T, nq*dim]`. With
 /// `fuse` (t = 1), `q` is not read: the kernel forms the queries from `fuse.qkv` and writes the
@@ -207,6 +239,7 @@ pub(crate) fn attention(
     (nk, max_seq): (usize, usize),
     scale: f32,
     fuse: Option<&AttRope<'_>>,
+    into: Option<&AttInto<'_>>,
 ) -> Result<Tensor> {
     let dev = cuda(q)?;
     if fuse.is_some() && t != 1 {
@@ -241,8 +274,23 @@ pub(crate) fn attention(
     // ones written; `out` is written in full (every row, head, token and element: by the
     // one block of a prefix in one chunk, else by the combining block). Partials: dim
     // values, then the chunk's max and sum, 2 floats of padding (16-byte rows).
-    let part = raw::uninit((b, nq, t, nsplit, dim + 4), DType::F32, q.device())?;
-    let out = raw::uninit((b, t, nq * dim), q.dtype(), q.device())?;
+    let part_len = b * nq * t * nsplit * (dim + 4);
+    let (part, out) = match into {
+        Some(i) => {
+            if i.scratch.dtype() != DType::F32
+                || i.scratch.elem_count() < part_len
+                || device_address(i.scratch)? % 16 != 0
+            {
+                candle_core::bail!("attention: the scratch must be a contiguous f32 tensor of at least {part_len} elements on a 16-byte boundary");
+            }
+            written_in_full("attention", i.out, q.dtype(), b * t * nq * dim)?;
+            (i.scratch.clone(), i.out.reshape((b, t, nq * dim))?)
+        }
+        None => (
+            raw::uninit((b, nq, t, nsplit, dim + 4), DType::F32, q.device())?,
+            raw::uninit((b, t, nq * dim), q.dtype(), q.device())?,
+        ),
+    };
     let cfg = LaunchConfig {
         grid_dim: (grid_x, t as u32, nsplit as u32),
         block_dim: (ATT_THREADS, 1, 1),
@@ -425,6 +473,7 @@ pub(crate) fn gemv(
     amax: Option<&Tensor>,
     glu: bool,
     launch: Launch,
+    out: Option<&Tensor>,
 ) -> Result<Tensor> {
     let dev = cuda(x)?;
     if device_address(w)? % 16 != 0 {
@@ -435,7 +484,13 @@ pub(crate) fn gemv(
     }
     // Every element of y is written: the warps stride over all rows of W, and each row's
     // output is written for all M rows of x (both kernels).
-    let y = raw::uninit((m, n), x.dtype(), x.device())?;
+    let y = match out {
+        Some(o) => {
+            written_in_full("gemv", o, x.dtype(), m * n)?;
+            o.reshape((m, n))?
+        }
+        None => raw::uninit((m, n), x.dtype(), x.device())?,
+    };
     let tc = m > GEMV_MAX_M;
     if tc && (m > MMV_MAX_M || mode == 2 || !matches!(x.dtype(), DType::F16 | DType::BF16)) {
         candle_core::bail!(

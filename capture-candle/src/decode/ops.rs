@@ -293,7 +293,7 @@ pub fn attention(q: &Tensor, cache: &KvCache, pos: &Tensor, scale: f32) -> Resul
     attention_limits(OP, &where_, cache, (nq, t), scale, q.dtype())?;
     Ok(match where_ {
         On::Cuda => {
-            gpu::attention(q, cache.k(), cache.v(), pos, cache.counters(), (b, nq, t, dim), (nk, s), scale, None)?
+            gpu::attention(q, cache.k(), cache.v(), pos, cache.counters(), (b, nq, t, dim), (nk, s), scale, None, None)?
         }
         On::Cpu => cpu::attention(q, cache.k(), cache.v(), pos, (b, nq, t, dim), (nk, s), scale)?,
     })
@@ -368,6 +368,25 @@ pub fn qkv_attention(
     q_heads: usize,
     scale: f32,
 ) -> Result<Tensor> {
+    qkv_attention_into(qkv, bias, rope, pos, active, cache, overflow, q_heads, scale, None)
+}
+
+/// [`qkv_attention`], writing its scratch and output where `into` says when the one-kernel
+/// path runs (CUDA, one token a row); otherwise `into` is not used. Either way the result is
+/// the returned tensor.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn qkv_attention_into(
+    qkv: &Tensor,
+    bias: Option<&Tensor>,
+    rope: &RopeTable,
+    pos: &Tensor,
+    active: Option<&Tensor>,
+    cache: &KvCache,
+    overflow: &Tensor,
+    q_heads: usize,
+    scale: f32,
+    into: Option<&gpu::AttInto<'_>>,
+) -> Result<Tensor> {
     const OP: &str = "qkv_attention";
     let (tokens, _) = rope_write_checks(OP, qkv, bias, rope, pos, active, cache, overflow, q_heads)?;
     let (b, nk, dim, s) = (cache.batch(), cache.kv_heads(), cache.head_dim(), cache.max_seq());
@@ -402,6 +421,7 @@ pub fn qkv_attention(
         (nk, s),
         scale,
         Some(&f),
+        into,
     )?)
 }
 
@@ -484,7 +504,7 @@ pub enum Prologue<'a> {
 /// # Errors
 /// [`Error::BadOperands`] for shapes or dtypes that do not fit.
 pub fn matvec(x: &Tensor, w: &Tensor, prologue: Prologue<'_>, residual: Option<&Tensor>) -> Result<Tensor> {
-    Ok(matvec_with(x, w, prologue, residual, None, Launch::Plain)?.0)
+    Ok(matvec_with(x, w, prologue, residual, None, Launch::Plain, None)?.0)
 }
 
 /// What the checks of a projection decided: its sizes, and the fused kernel's mode, norm
@@ -599,11 +619,19 @@ fn prologue_apart(x: &Tensor, prologue: Prologue<'_>) -> Result<Tensor> {
 /// [`Error::BadOperands`] for shapes or dtypes that do not fit, or a weight with an odd number
 /// of rows.
 pub fn matvec_swiglu(x: &Tensor, w: &Tensor, prologue: Prologue<'_>) -> Result<Tensor> {
-    matvec_swiglu_with(x, w, prologue, Launch::Plain)
+    matvec_swiglu_with(x, w, prologue, Launch::Plain, None)
 }
 
 /// [`matvec_swiglu`], its kernel launched as `launch` says.
-pub(crate) fn matvec_swiglu_with(x: &Tensor, w: &Tensor, prologue: Prologue<'_>, launch: Launch) -> Result<Tensor> {
+/// With `out`, the kernel writes there when it runs (else `out` is not used); the result is
+/// the returned tensor.
+pub(crate) fn matvec_swiglu_with(
+    x: &Tensor,
+    w: &Tensor,
+    prologue: Prologue<'_>,
+    launch: Launch,
+    out: Option<&Tensor>,
+) -> Result<Tensor> {
     const OP: &str = "matvec_swiglu";
     let p = plan(OP, x, w, prologue, None, true)?;
     if p.n % 2 != 0 {
@@ -613,7 +641,7 @@ pub(crate) fn matvec_swiglu_with(x: &Tensor, w: &Tensor, prologue: Prologue<'_>,
         ));
     }
     if let Some((mode, nw, eps)) = p.kernel {
-        return Ok(gpu::gemv(x, w, (p.m, p.n / 2, p.k), mode, nw, eps, None, None, true, launch)?);
+        return Ok(gpu::gemv(x, w, (p.m, p.n / 2, p.k), mode, nw, eps, None, None, true, launch, out)?);
     }
     let y = prologue_apart(x, prologue)?.matmul(&w.t()?)?;
     silu_mul(&y)
@@ -622,7 +650,8 @@ pub(crate) fn matvec_swiglu_with(x: &Tensor, w: &Tensor, prologue: Prologue<'_>,
 /// [`matvec`], and with `amax` (i64 `[rows]`, zero before the call) each output row's
 /// largest value and first index packed as `key << 32 | !index` when the fused kernel ran
 /// (the second value says whether it did). The sampler reads and clears it. The kernel is
-/// launched as `launch` says.
+/// launched as `launch` says, and with `out` writes there when it runs (else `out` is not
+/// used); the result is the returned tensor.
 pub(crate) fn matvec_with(
     x: &Tensor,
     w: &Tensor,
@@ -630,13 +659,17 @@ pub(crate) fn matvec_with(
     residual: Option<&Tensor>,
     amax: Option<&Tensor>,
     launch: Launch,
+    out: Option<&Tensor>,
 ) -> Result<(Tensor, bool)> {
     const OP: &str = "matvec";
     let p = plan(OP, x, w, prologue, residual, false)?;
     if let Some((mode, nw, eps)) = p.kernel {
         let m = p.m;
         let amax = amax.filter(|a| a.dtype() == DType::I64 && a.dims() == [m] && a.is_contiguous());
-        return Ok((gpu::gemv(x, w, (m, p.n, p.k), mode, nw, eps, residual, amax, false, launch)?, amax.is_some()));
+        return Ok((
+            gpu::gemv(x, w, (m, p.n, p.k), mode, nw, eps, residual, amax, false, launch, out)?,
+            amax.is_some(),
+        ));
     }
     let y = prologue_apart(x, prologue)?.matmul(&w.t()?)?;
     let y = match residual {

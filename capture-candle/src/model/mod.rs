@@ -16,6 +16,7 @@ pub use config::{Config, Family};
 pub use state::DecodeState;
 use weights::Source;
 
+use crate::decode::gpu::AttInto;
 use crate::decode::{self, Launch, Prologue, RopeLayout, RopeTable};
 use crate::error::{Error, Result};
 
@@ -78,6 +79,46 @@ enum Route {
     CublasProducts,
     /// candle's ops.
     Unfused,
+}
+
+/// The fused step's intermediates under programmatic dependent launch, allocated before its
+/// first kernel and reused by every layer. In a capture they are graph memory like any
+/// intermediate, but their allocation nodes come before the step's kernels (and their free
+/// nodes after them), so that no allocation or free node sits between two kernels: a
+/// programmatic edge joins two kernel nodes only. Each kernel writes all of its output before
+/// the next reads it (the `out` of `gemv` and `AttInto`).
+struct Workspace {
+    qkv: Tensor,
+    scratch: Tensor,
+    att: Tensor,
+    /// The residual stream's two buffers: the output projection writes the first, the down
+    /// projection the second.
+    res: [Tensor; 2],
+    gu: Tensor,
+    /// The LM head's output.
+    logits: Tensor,
+}
+
+impl Workspace {
+    /// For `n` token rows of `state`'s rows (the LM head takes each row's last).
+    fn new(m: &Model, state: &DecodeState, n: usize) -> Result<Self> {
+        let cfg = &m.cfg;
+        let (dev, dt) = (&m.device, m.dtype);
+        let new = |cols: usize| crate::raw::uninit((n, cols), dt, dev);
+        let qkv_width = (cfg.num_attention_heads + 2 * cfg.num_key_value_heads) * cfg.head_dim;
+        let max_seq = state.caches().first().map_or(m.max_seq, |c| c.max_seq());
+        let heads = (n, cfg.num_attention_heads, 1, cfg.head_dim);
+        let scratch_len =
+            decode::gpu::attention_scratch_len(heads, (cfg.num_key_value_heads, max_seq)).unwrap_or(0).max(1);
+        Ok(Self {
+            qkv: new(qkv_width)?,
+            scratch: crate::raw::uninit(scratch_len, DType::F32, dev)?,
+            att: new(cfg.q_width())?,
+            res: [new(cfg.hidden_size)?, new(cfg.hidden_size)?],
+            gu: new(cfg.intermediate_size)?,
+            logits: crate::raw::uninit((state.batch(), cfg.vocab_size), dt, dev)?,
+        })
+    }
 }
 
 /// A Llama or Qwen2 decoder whose step reads every position from device memory.
@@ -252,10 +293,12 @@ impl Model {
     /// take the multiprocessors' free slots, issue their first weight loads, and wait for the
     /// kernel before (`griddepcontrol.wait`) before they read anything it wrote or write
     /// anything. Results are those of the plain launch, bit for bit; only the overlap changes.
-    /// It applies to the steps captured or run after the call. On an H100 the four
-    /// projections of 16 Llama-3.2-1B layers took 48.8 µs a layer instead of 55.0
-    /// (`bench/pdl_gemv_probe.cu`); in the captured step, graph memory's allocation nodes
-    /// between kernels may stop the overlap, and its effect there is not yet measured.
+    /// It applies to the steps captured or run after the call. The step then allocates its
+    /// layers' intermediates before its first kernel and reuses them in every layer, so that
+    /// in a capture no allocation or free node sits between two of its kernels (a
+    /// programmatic edge joins two kernel nodes only). On an H100 the four projections of 16
+    /// Llama-3.2-1B layers took 48.8 µs a layer instead of 55.0 (`bench/pdl_gemv_probe.cu`);
+    /// the effect on the whole step is not yet measured.
     ///
     /// # Errors
     /// candle's error if the device's compute capability cannot be read.
@@ -437,19 +480,22 @@ impl Model {
         };
         // The fused routes form the queries, and write the cache, inside the attention kernel
         // (one token a row); the unfused route keeps the two kernels.
-        let attend = |i: usize, l: &Layer, qkv: &Tensor| -> Result<Tensor> {
+        let attend_into = |i: usize, l: &Layer, qkv: &Tensor, into: Option<&AttInto<'_>>| -> Result<Tensor> {
             let cache = &state.caches()[i];
             let heads = cfg.num_attention_heads;
             let (bias, pos, active, overflow) =
                 (l.qkv_bias.as_ref(), state.pos(), Some(state.active()), state.overflow());
             let out = if fused {
-                decode::qkv_attention(qkv, bias, &self.rope, pos, active, cache, overflow, heads, scale)?
+                decode::ops::qkv_attention_into(
+                    qkv, bias, &self.rope, pos, active, cache, overflow, heads, scale, into,
+                )?
             } else {
                 let q = decode::qkv_rope_write(qkv, bias, &self.rope, pos, active, cache, overflow, heads)?;
                 decode::attention(&q, cache, pos, scale)?
             };
             Ok(out.reshape((n, cfg.q_width()))?)
         };
+        let attend = |i: usize, l: &Layer, qkv: &Tensor| attend_into(i, l, qkv, None);
         // Whether the LM head computed each row's argmax (the fused kernel path).
         let mut amax = false;
         let kernel_rows = decode::matvec_rows(self.dtype);
@@ -476,27 +522,36 @@ impl Model {
             // write + attention, output projection + residual, norm + gate/up + SwiGLU, down +
             // residual (matrix-vector kernels for 1 or 2 rows, tensor-core ones for 3 to 8).
             // Programmatic dependent launch, when set, for the matrix-vector kernels (the
-            // tensor-core ones launch plainly).
+            // tensor-core ones launch plainly), with the layers' intermediates allocated
+            // before the first kernel (`Workspace`).
             let launch = if self.programmatic { Launch::Programmatic } else { Launch::Plain };
-            let mv = |x: &Tensor, w: &Tensor, p: Prologue<'_>, r: Option<&Tensor>| -> Result<Tensor> {
-                Ok(decode::ops::matvec_with(x, w, p, r, None, launch)?.0)
+            let ws = match self.programmatic {
+                true => Some(Workspace::new(self, state, n)?),
+                false => None,
+            };
+            let mv = |x: &Tensor, w: &Tensor, p: Prologue<'_>, r: Option<&Tensor>, out: Option<&Tensor>| {
+                Ok::<_, Error>(decode::ops::matvec_with(x, w, p, r, None, launch, out)?.0)
             };
             let mut res = x;
             for (i, l) in self.layers.iter().enumerate() {
-                let qkv = mv(&res, &l.qkv, Prologue::RmsNorm(&l.input_norm, eps), None)?;
-                let att = attend(i, l, &qkv)?;
-                res = mv(&att, &l.o, Prologue::None, Some(&res))?;
-                let m =
-                    decode::ops::matvec_swiglu_with(&res, &l.gate_up, Prologue::RmsNorm(&l.post_norm, eps), launch)?;
-                res = mv(&m, &l.down, Prologue::None, Some(&res))?;
+                let qkv = mv(&res, &l.qkv, Prologue::RmsNorm(&l.input_norm, eps), None, ws.as_ref().map(|w| &w.qkv))?;
+                let into = ws.as_ref().map(|w| AttInto { scratch: &w.scratch, out: &w.att });
+                let att = attend_into(i, l, &qkv, into.as_ref())?;
+                // The residual stream alternates between two buffers: each product reads one
+                // and writes the other.
+                res = mv(&att, &l.o, Prologue::None, Some(&res), ws.as_ref().map(|w| &w.res[0]))?;
+                let post = Prologue::RmsNorm(&l.post_norm, eps);
+                let m = decode::ops::matvec_swiglu_with(&res, &l.gate_up, post, launch, ws.as_ref().map(|w| &w.gu))?;
+                res = mv(&m, &l.down, Prologue::None, Some(&res), ws.as_ref().map(|w| &w.res[1]))?;
             }
             if !sample {
                 return Ok(());
             }
             let head = Prologue::RmsNorm(&self.norm, eps);
             let last = last_rows(res)?;
+            let out = ws.as_ref().map(|w| &w.logits);
             let (logits, have) =
-                decode::ops::matvec_with(&last, &self.lm_head, head, None, Some(state.argmax_slot()), launch)?;
+                decode::ops::matvec_with(&last, &self.lm_head, head, None, Some(state.argmax_slot()), launch, out)?;
             amax = have;
             logits
         } else {
