@@ -1,8 +1,8 @@
 //! The raw layer: every `unsafe` of this crate, each with its safety argument. Everything
 //! above it is safe code.
 //!
-//! - [`launch`]: a kernel of this crate's PTX on candle's stream; [`launch_programmatic`], the
-//!   same with programmatic dependent launch;
+//! - [`launch`]: a kernel of this crate's PTX on candle's stream, plainly or with
+//!   programmatic dependent launch;
 //! - [`uninit`]: a tensor whose every element the next kernel writes;
 //! - [`mmap_safetensors`]: weights memory-mapped from disk.
 #![allow(unsafe_code)]
@@ -51,17 +51,20 @@ pub(crate) fn device_address(t: &Tensor) -> candle_core::Result<u64> {
 /// The callers in `decode::gpu` check every shape, type and size before they come here: each
 /// pointer argument is the address of a live tensor (or 0 where the kernel takes an absent
 /// operand) of the element type and length the kernel's comment in `kernels/decode.cu`
-/// states, and the grid is the one that comment prescribes.
+/// states, and the grid is the one that comment prescribes. With `programmatic`, the launch
+/// is a programmatic dependent one (see `launch_programmatic`).
 pub(crate) fn launch(
     dev: &CudaDevice,
-    module: &str,
-    ptx: &str,
-    function: &str,
+    (module, ptx, function): (&str, &str, &str),
     cfg: LaunchConfig,
     args: &[Arg],
+    programmatic: bool,
 ) -> candle_core::Result<()> {
     let func = dev.get_or_load_custom_func(function, module, ptx)?;
     allow_shared_memory(&func, cfg.shared_mem_bytes)?;
+    if programmatic {
+        return launch_programmatic(dev, &func, cfg, args);
+    }
     let mut b = func.builder();
     for a in args {
         match a {
@@ -88,27 +91,22 @@ pub(crate) fn programmatic_launch_supported(dev: &CudaDevice) -> candle_core::Re
     Ok(major >= 9)
 }
 
-/// [`launch`] with the programmatic-stream-serialization attribute (programmatic dependent
-/// launch; the caller checked [`programmatic_launch_supported`]): the kernel may start
-/// before its predecessor on the stream has finished, and in a capture the edge from that
-/// predecessor, when it is a kernel node, is a programmatic one.
+/// [`launch`]'s programmatic dependent launch: `func` with the programmatic-stream-
+/// serialization attribute (the caller checked [`programmatic_launch_supported`]). The kernel
+/// may start before its predecessor on the stream has finished, and in a capture the edge
+/// from that predecessor, when it is a kernel node, is a programmatic one.
 ///
 /// Only for kernels that wait for their predecessor (`griddepcontrol.wait`, the PDL hooks of
 /// `kernels/decode.cu`, in `decode_pdl.ptx`) in every block before they read anything
-/// another kernel wrote or write anything: the gemv kernels. The callers' checks are those of
-/// [`launch`].
-pub(crate) fn launch_programmatic(
+/// another kernel wrote or write anything: the gemv kernels.
+fn launch_programmatic(
     dev: &CudaDevice,
-    module: &str,
-    ptx: &str,
-    function: &str,
+    func: &cudarc::driver::CudaFunction,
     cfg: LaunchConfig,
     args: &[Arg],
 ) -> candle_core::Result<()> {
     use cudarc::driver::sys;
     let cuda = |e| candle_core::Error::Cuda(Box::new(e));
-    let func = dev.get_or_load_custom_func(function, module, ptx)?;
-    allow_shared_memory(&func, cfg.shared_mem_bytes)?;
     let stream = dev.cuda_stream();
     stream.context().bind_to_thread().map_err(cuda)?;
     // The driver reads each argument through a pointer to its value, during the call.

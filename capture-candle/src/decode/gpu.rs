@@ -41,7 +41,7 @@ fn addr(t: Option<&Tensor>) -> Result<Arg> {
 
 fn go(dev: &CudaDevice, name: &str, dtype: DType, cfg: LaunchConfig, args: &[Arg]) -> Result<()> {
     let f = format!("{name}_{}", suffix(dtype)?);
-    raw::launch(dev, MODULE, PTX, &f, cfg, args)
+    raw::launch(dev, (MODULE, PTX, &f), cfg, args, false)
 }
 
 /// How a kernel that can take part in programmatic dependent launch is launched.
@@ -60,7 +60,7 @@ pub(crate) enum Launch {
 fn go_gemv(dev: &CudaDevice, name: &str, dtype: DType, cfg: LaunchConfig, args: &[Arg], launch: Launch) -> Result<()> {
     if launch == Launch::Programmatic && raw::programmatic_launch_supported(dev)? {
         let f = format!("{name}_{}", suffix(dtype)?);
-        return raw::launch_programmatic(dev, MODULE_PDL, PTX_PDL, &f, cfg, args);
+        return raw::launch(dev, (MODULE_PDL, PTX_PDL, &f), cfg, args, true);
     }
     go(dev, name, dtype, cfg, args)
 }
