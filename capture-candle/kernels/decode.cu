@@ -860,6 +860,16 @@ static __device__ __forceinline__ void pdl_wait() {}
 static __device__ __forceinline__ void pdl_trigger() {}
 static __device__ __forceinline__ void pdl_prefetch(const void*) {}
 #endif
+// x read where it is (gemv's XG): through the read-only path, except under PDL, where the
+// predecessor may still have been writing x when this grid started (the read comes after
+// griddepcontrol.wait, whose guarantee covers ordinary loads, not .nc ones).
+static __device__ __forceinline__ uint4 ld_x(const uint4* q) {
+#if defined(DECODE_PDL)
+    return *q;
+#else
+    return __ldg(q);
+#endif
+}
 #define GEMV_MAX_THREADS 512
 #define GEMV_MAX_WARPS (GEMV_MAX_THREADS / 32)
 #define GEMV_MIN_BLOCKS 2
@@ -1067,7 +1077,7 @@ __device__ void gemv_body(const typename E::T* x, const typename E::T* W, u32 M,
                                     for (u32 j = 0; j < EL; ++j) xv[j] = 1.f;
                                 } else {
                                     const uint4* q = reinterpret_cast<const uint4*>(fx + (u64)m * K + kx);
-                                    Pack<E>::unpack(XG ? __ldg(q) : *q, xv);
+                                    Pack<E>::unpack(XG ? ld_x(q) : *q, xv);
                                 }
                                 if (GLU) {
                                     float t = 0.f;

@@ -67,6 +67,7 @@ pub struct CandleGraph<R: 'static> {
     _step: Box<dyn std::any::Any>,
     resources: R,
     ownership: Ownership,
+    programmatic_edges: usize,
 }
 
 impl<R: 'static> fmt::Debug for CandleGraph<R> {
@@ -93,6 +94,14 @@ impl<R: 'static> CandleGraph<R> {
     /// [`Resources`]).
     pub fn ownership(&self) -> &Ownership {
         &self.ownership
+    }
+
+    /// How many of the graph's edges are programmatic (a kernel and its successor that may
+    /// start before it ends: programmatic dependent launch, as
+    /// [`Model::set_programmatic_launch`](crate::model::Model::set_programmatic_launch) and
+    /// cuBLAS's Hopper kernels record it). 0 on the simulated device.
+    pub fn programmatic_edges(&self) -> usize {
+        self.programmatic_edges
     }
 }
 
@@ -143,7 +152,8 @@ impl CandleStream {
         let (graph, snapshot, report) = g.finish_described()?;
         // A refusal drops the graph unlaunched: nothing it would read is ever read.
         let ownership = self.prove_owned(&snapshot, &resources)?;
-        Ok((CandleGraph { graph, _step: Box::new(step), resources, ownership }, report))
+        let programmatic_edges = snapshot.programmatic_edges.len();
+        Ok((CandleGraph { graph, _step: Box::new(step), resources, ownership, programmatic_edges }, report))
     }
 
     /// Captures one graph per batch bucket, largest first, all owning `resources`: `step`

@@ -28,6 +28,11 @@ pub struct GraphSnapshot {
     pub nodes: Vec<SnapNode>,
     /// Dependency edges (from, to), as node indices.
     pub edges: Vec<(usize, usize)>,
+    /// The edges among [`edges`](Self::edges) that are programmatic: from a kernel launched
+    /// to let its successor start early (programmatic dependent launch, compute capability
+    /// 9.0 and later) to that successor, which may start before the first ends. Empty on the
+    /// simulated device.
+    pub programmatic_edges: Vec<(usize, usize)>,
     /// The capture's id within its context.
     pub capture_id: u64,
     /// How long reading the graph's nodes and locating their addresses took.
@@ -126,5 +131,11 @@ pub(crate) fn locate(
             SnapNode { kind, op: ops.next().flatten().map(|(op, site)| OpSite { op, site }) }
         })
         .collect();
-    GraphSnapshot { nodes, edges: raw.edges, capture_id, describe_time: std::time::Duration::ZERO }
+    GraphSnapshot {
+        nodes,
+        edges: raw.edges,
+        programmatic_edges: raw.programmatic,
+        capture_id,
+        describe_time: std::time::Duration::ZERO,
+    }
 }

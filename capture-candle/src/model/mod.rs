@@ -469,6 +469,13 @@ impl Model {
         }
         let eps = cfg.rms_norm_eps;
         let scale = 1.0 / (cfg.head_dim as f32).sqrt();
+        // Under programmatic launch the fused matrix-vector route's intermediates, allocated
+        // before the step's first kernel (`Workspace`).
+        let kernel_rows = decode::matvec_rows(self.dtype);
+        let ws = match self.programmatic && route == Route::Fused && n <= kernel_rows {
+            true => Some(Workspace::new(self, state, n)?),
+            false => None,
+        };
         let x = self.embed.index_select(tokens, 0)?; // [n, hidden]
         let last_rows = |h: Tensor| -> Result<Tensor> {
             if tokens_per_row == 1 {
@@ -498,7 +505,6 @@ impl Model {
         let attend = |i: usize, l: &Layer, qkv: &Tensor| attend_into(i, l, qkv, None);
         // Whether the LM head computed each row's argmax (the fused kernel path).
         let mut amax = false;
-        let kernel_rows = decode::matvec_rows(self.dtype);
         let logits = if route == Route::CublasProducts || (fused && n > kernel_rows) {
             // Larger batches and prefill: cuBLAS products, with the residual add fused into
             // the next RMSNorm and SwiGLU in one kernel: nine kernels a layer in decode (RoPE
@@ -525,13 +531,12 @@ impl Model {
             // tensor-core ones launch plainly), with the layers' intermediates allocated
             // before the first kernel (`Workspace`).
             let launch = if self.programmatic { Launch::Programmatic } else { Launch::Plain };
-            let ws = match self.programmatic {
-                true => Some(Workspace::new(self, state, n)?),
-                false => None,
-            };
             let mv = |x: &Tensor, w: &Tensor, p: Prologue<'_>, r: Option<&Tensor>, out: Option<&Tensor>| {
                 Ok::<_, Error>(decode::ops::matvec_with(x, w, p, r, None, launch, out)?.0)
             };
+            // Under it, the embedding's output lives to the end of the step: freed after layer
+            // 0's output projection, it would put a free node between two kernels.
+            let _x = ws.as_ref().map(|_| x.clone());
             let mut res = x;
             for (i, l) in self.layers.iter().enumerate() {
                 let qkv = mv(&res, &l.qkv, Prologue::RmsNorm(&l.input_norm, eps), None, ws.as_ref().map(|w| &w.qkv))?;

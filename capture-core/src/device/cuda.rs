@@ -240,7 +240,7 @@ impl Backend for CudaBackend {
     ) -> Result<(super::snapshot::RawSnapshot, super::snapshot::NodeOps), DriverCode> {
         use super::snapshot::{KernelNode, NodeKind, ParamValue, RawNode, RawSnapshot};
         use crate::raw::inspect::NodeInfo;
-        let (infos, edges) = self.drv.graph_snapshot(g)?;
+        let (infos, (edges, programmatic)) = self.drv.graph_snapshot(g)?;
         // Host memory the driver does not know is pageable.
         let pageable = |host: bool, addr: u64| host && self.drv.locate(addr).is_none();
         let nodes = infos
@@ -277,7 +277,7 @@ impl Backend for CudaBackend {
             })
             .collect();
         // The nodes' operations come from the capture's own notes (`CaptureOptions::trace_nodes`).
-        Ok((RawSnapshot { nodes, edges }, Vec::new()))
+        Ok((RawSnapshot { nodes, edges, programmatic }, Vec::new()))
     }
     fn locate(&self, addr: u64) -> Option<super::snapshot::Located> {
         use super::snapshot::{Located, MemKind};

@@ -245,6 +245,8 @@ pub(crate) type NodeOps = Vec<Option<(&'static str, CallSite)>>;
 pub(crate) struct RawSnapshot {
     pub nodes: Vec<RawNode>,
     pub edges: Vec<(usize, usize)>,
+    /// The edges among `edges` that are programmatic (programmatic dependent launch's).
+    pub programmatic: Vec<(usize, usize)>,
 }
 
 /// A node as a backend reads it.

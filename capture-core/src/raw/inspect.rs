@@ -372,7 +372,10 @@ unsafe fn node_info(node: sys::CUgraphNode) -> R<NodeInfo> {
 }
 
 /// Dependency edges as (from, to) node indices.
-pub(crate) type Edges = Vec<(usize, usize)>;
+/// The graph's edges as (from, to) indices, and which of them are programmatic
+/// (`CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC`: programmatic dependent launch's, between two
+/// kernel nodes).
+pub(crate) type Edges = (Vec<(usize, usize)>, Vec<(usize, usize)>);
 
 /// The graph's nodes, in creation order, and its edges as (from, to) indices into them.
 ///
@@ -394,6 +397,7 @@ pub(crate) unsafe fn graph_snapshot(g: usize) -> R<(Vec<NodeInfo>, Edges)> {
         sys::cuGraphGetEdges_v2(graph, std::ptr::null_mut(), std::ptr::null_mut(), std::ptr::null_mut(), &mut m)
     })?;
     let mut edges = Vec::new();
+    let mut programmatic = Vec::new();
     if m > 0 {
         let mut from: Vec<sys::CUgraphNode> = vec![std::ptr::null_mut(); m];
         let mut to: Vec<sys::CUgraphNode> = vec![std::ptr::null_mut(); m];
@@ -404,13 +408,17 @@ pub(crate) unsafe fn graph_snapshot(g: usize) -> R<(Vec<NodeInfo>, Edges)> {
         let mut data: Vec<sys::CUgraphEdgeData> = vec![unsafe { std::mem::zeroed() }; m];
         // SAFETY: the three arrays have room for `m` entries; the driver writes at most `m`.
         code(unsafe { sys::cuGraphGetEdges_v2(graph, from.as_mut_ptr(), to.as_mut_ptr(), data.as_mut_ptr(), &mut m) })?;
-        for (f, t) in from.iter().zip(&to).take(m) {
+        let prog = sys::CUgraphDependencyType::CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC as u8;
+        for ((f, t), d) in from.iter().zip(&to).zip(&data).take(m) {
             if let (Some(&a), Some(&b)) = (index.get(&(*f as usize)), index.get(&(*t as usize))) {
                 edges.push((a, b));
+                if d.type_ == prog {
+                    programmatic.push((a, b));
+                }
             }
         }
     }
-    Ok((infos, edges))
+    Ok((infos, (edges, programmatic)))
 }
 
 /// The allocation `addr` falls in: (base, memory type, managed), or `None` for an

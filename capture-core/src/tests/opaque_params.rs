@@ -25,7 +25,7 @@ fn snapshot(params: Vec<ParamValue>) -> crate::snapshot::GraphSnapshot {
         shared_mem_bytes: 0,
         params: Some(params),
     };
-    let raw = RawSnapshot { nodes: vec![RawNode::Kernel(kernel)], edges: Vec::new() };
+    let raw = RawSnapshot { nodes: vec![RawNode::Kernel(kernel)], edges: Vec::new(), programmatic: Vec::new() };
     let find = |a: u64| (BASE..BASE + 4096).contains(&a).then_some(Located { base: BASE, kind: MemKind::Device });
     locate(raw, vec![None], 7, &[], find)
 }
@@ -55,7 +55,7 @@ fn an_address_inside_a_by_value_block_is_found_and_held_to_the_proof() {
 fn a_kernel_whose_parameters_cannot_be_read_is_refused() {
     let kernel =
         KernelNode { name: "packed".into(), grid: (1, 1, 1), block: (1, 1, 1), shared_mem_bytes: 0, params: None };
-    let raw = RawSnapshot { nodes: vec![RawNode::Kernel(kernel)], edges: Vec::new() };
+    let raw = RawSnapshot { nodes: vec![RawNode::Kernel(kernel)], edges: Vec::new(), programmatic: Vec::new() };
     let snap = locate(raw, vec![None], 1, &[], |_| None);
     let err = own::prove(&snap, &Owners::new()).unwrap_err();
     assert!(err.to_string().contains("cannot read"), "{err}");
@@ -77,6 +77,7 @@ fn a_diff_compares_by_value_blocks_word_by_word() {
         let raw = RawSnapshot {
             nodes: vec![RawNode::MemAlloc { ptr: alloc, bytes: 4096 }, RawNode::Kernel(kernel)],
             edges: vec![(0, 1)],
+            programmatic: Vec::new(),
         };
         locate(raw, vec![None, None], 1, &[], |_| None)
     };

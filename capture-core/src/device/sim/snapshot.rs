@@ -72,7 +72,8 @@ fn graph_snapshot(st: &State, g: RawGraph) -> Result<(RawSnapshot, NodeOps), Dri
         .iter()
         .filter_map(|&(a, b)| Some((index.get(a).copied().flatten()?, index.get(b).copied().flatten()?)))
         .collect();
-    Ok((RawSnapshot { nodes, edges }, ops))
+    // The simulated device launches no kernel programmatically.
+    Ok((RawSnapshot { nodes, edges, programmatic: Vec::new() }, ops))
 }
 
 /// A kernel node: each parameter's bytes are its slot's first bytes, as many as the
