@@ -407,7 +407,13 @@ fn step_bench(
                     let name = path.name();
                     let (kernels, cap) = match graph {
                         None => (String::from("-"), String::from("-")),
-                        Some((g, ms)) => (g.nodes().kernels.to_string(), format!("{ms:.2}")),
+                        Some((g, ms)) => {
+                            let kernels = match g.programmatic_edges() {
+                                0 => g.nodes().kernels.to_string(),
+                                e => format!("{} ({e} programmatic edges)", g.nodes().kernels),
+                            };
+                            (kernels, format!("{ms:.2}"))
+                        }
                     };
                     let share = bytes / (med * 1e-3) / HBM;
                     let row = format!(
