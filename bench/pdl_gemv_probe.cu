@@ -22,7 +22,9 @@
 // gate/up and down, the three freed after down. Whether a programmatic edge survives an
 // allocation node between two kernels is what the edge count shows. A fourth puts a 4 KB
 // memset node there instead; a fifth makes the three allocations at the layer's start, before
-// QKV (kernels adjacent within a layer, allocation and free nodes between layers).
+// QKV (kernels adjacent within a layer, allocation and free nodes between layers). A sixth
+// lets the stall kernel take part in PDL, as attention would: it waits for QKV, then lets O
+// launch at once, so that O's blocks load their weights while it runs.
 //
 // Build and run (the GPU machine):
 //   nvcc -O3 -std=c++17 -arch=sm_90 -DDECODE_PDL -DDECODE_PDL_PROBE -o pdl_gemv_probe bench/pdl_gemv_probe.cu -lcublas
@@ -37,7 +39,16 @@ static __device__ __forceinline__ u64 clock_now() {
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
     return t;
 }
-__global__ void stall(u64 ns) {
+// The stand-in for attention: `ns` of spinning in a few blocks. With `pdl` (launched
+// programmatically in section 6) it waits for its predecessor, then lets its successor launch
+// at once: the successor's blocks take the idle multiprocessors while it spins.
+__global__ void stall(u64 ns, int pdl) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    if (pdl) {
+        asm volatile("griddepcontrol.wait;" ::: "memory");
+        asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+    }
+#endif
     const u64 t0 = clock_now();
     while (clock_now() - t0 < ns) {}
 }
@@ -118,7 +129,7 @@ int main() {
     // One layer; `pdl`: the attribute on each launch but the chain's first; `between` 1: a
     // stall kernel between QKV and O, launched plainly; 2: allocations between the kernels.
     auto layer = [&](int l, bool pdl, int between) {
-        const u64 stall_ns = between == 1 ? 6000 : 0;
+        const u64 stall_ns = between == 1 || between == 5 ? 6000 : 0;
         void* tmp[3] = {};
         int ntmp = 0;
         auto alloc = [&] {
@@ -129,7 +140,9 @@ int main() {
             for (int i = 0; i < 3; ++i) note(cudaMallocAsync(&tmp[ntmp++], 4096, g_s));
         launch(pdl && l > 0, gemv_bf16, cq.grid, cq.threads, H * 2, (const u16*)a0, (const u16*)W[l].qkv, 1u, QKV, H,
                1u, (const u16*)nw, 1e-5f, (const u16*)nullptr, a1, cq.ks, (unsigned long long*)nullptr);
-        if (stall_ns) launch(false, stall, 8, 32, 0, stall_ns);
+        // Section 6: the stall takes part (launched programmatically when the GEMVs are).
+        const bool stall_pdl = between == 5 && pdl;
+        if (stall_ns) launch(stall_pdl, stall, 8, 32, 0, stall_ns, (int)stall_pdl);
         alloc();
         launch(pdl, gemv_bf16, co.grid, co.threads, H * 2, (const u16*)a1, (const u16*)W[l].o, 1u, H, H, 0u,
                (const u16*)nullptr, 1e-5f, (const u16*)a0, a0 + I, co.ks, (unsigned long long*)nullptr);
@@ -153,8 +166,10 @@ int main() {
     const char* sections[] = {"the four GEMVs alone", "with a 6 µs stall kernel between QKV and O",
                               "with a 4 KB stream-ordered allocation before O, gate/up and down, freed after down",
                               "with a 4 KB memset before O, gate/up and down",
-                              "with three 4 KB stream-ordered allocations before QKV, freed after down"};
-    for (int between : {0, 1, 2, 3, 4}) {
+                              "with three 4 KB stream-ordered allocations before QKV, freed after down",
+                              "with the 6 µs stall between QKV and O taking part (under PDL: launched programmatically, "
+                              "waiting for QKV, then letting O launch at once)"};
+    for (int between : {0, 1, 2, 3, 4, 5}) {
         set_mode(2);
         const auto ref = run_out(false, 0);
         bool finite = true;
