@@ -4,8 +4,8 @@
 # (building the crate needs no CUDA toolkit, and docs.rs has none; the driver compiles the PTX
 # for the GPU it runs on):
 #   capture-candle/kernels/decode.ptx      every kernel, for compute_80;
-#   capture-candle/kernels/decode_pdl.ptx  the gemv kernels with programmatic dependent
-#                                          launch's hooks (DECODE_PDL), for compute_90.
+#   capture-candle/kernels/decode_pdl.ptx  the products (gemv, mmv) with programmatic
+#                                          dependent launch's hooks (DECODE_PDL), for compute_90.
 #
 #   scripts/build-candle-ptx.sh           # rebuild both
 #   scripts/build-candle-ptx.sh --check   # fail if either is not what decode.cu builds to

@@ -23,7 +23,7 @@
 //! `--paths`: which steps to time (`none` skips the step benchmark; `cublas`, not in the
 //! default list, is the fused step with cuBLAS products at every batch, how 3 to 8 rows ran
 //! before the tensor-core kernel; `pdl`, not in the default list either, is the fused step
-//! with programmatic dependent launch of its matrix-vector kernels, on a second model with
+//! with programmatic dependent launch of its products, on a second model with
 //! the same weights: `Model::set_programmatic_launch`). `--no-breakdown` skips
 //! the per-part sub-graphs.
 //!

@@ -724,7 +724,7 @@ __device__ void attention(const typename E::T* q, const typename E::T* kc, const
                                                        AttFuse<E>{qkv, bias, table, active, interleaved, kw, \
                                                                   vw, overflow});                            \
     }
-// DECODE_ONLY_GEMV (kernels/decode_pdl.ptx): the gemv kernels alone.
+// DECODE_ONLY_GEMV (kernels/decode_pdl.ptx): the products alone (gemv and mmv).
 #if !defined(DECODE_ONLY_GEMV)
 INSTANTIATE_ATT_ROPE(BF16, bf16, 64, 16, true, true, 4)
 INSTANTIATE_ATT_ROPE(BF16, bf16, 128, 16, true, false, 4)
@@ -832,7 +832,7 @@ __device__ void silu_mul(const typename E::T* in, u32 inter, u64 n, typename E::
 // the weights through L1; 8 stages x in mode 0 as well.
 //
 // PDL: a programmatic dependent launch's hooks, compiled only with DECODE_PDL for sm_90 and
-// later (kernels/decode_pdl.ptx, which the step uses on such GPUs; decode.ptx has none). The
+// later (kernels/decode_pdl.ptx, which the step uses on such GPUs; decode.ptx has none), in gemv and mmv. The
 // block waits for its predecessor grid (griddepcontrol.wait) after its first weight loads and
 // before it reads anything another kernel wrote (x, the residual) or writes anything, and it
 // lets its successor launch (griddepcontrol.launch_dependents) at its start: the successor's
@@ -1190,8 +1190,10 @@ __device__ void gemv(const typename E::T* x, const typename E::T* W, u32 M, u32 
 #define MMV_MAX_M 32
 #define MMV_PAD 4  // 16-byte words of padding a staged row
 
+// x (and the norm weight) 16 bytes at a time, zero where not `ok`; under PDL a coherent
+// load (see ld_x).
 static __device__ __forceinline__ uint4 mmv_ldx(const void* p, bool ok) {
-    return ok ? __ldg(reinterpret_cast<const uint4*>(p)) : make_uint4(0, 0, 0, 0);
+    return ok ? ld_x(reinterpret_cast<const uint4*>(p)) : make_uint4(0, 0, 0, 0);
 }
 template <typename E, u32 NT, bool GLU, bool STAGE>
 __device__ void mmv(const typename E::T* x, const typename E::T* W, u32 M, u32 N, u32 K, u32 mode,
@@ -1265,7 +1267,19 @@ __device__ void mmv(const typename E::T* x, const typename E::T* W, u32 M, u32 N
         }
     };
     if (amax && tid < MMV_MAX_M) bmax[tid] = 0;
-    if (!STAGE) preload();
+    // PDL (decode_pdl.ptx): the successor may launch now; the first weights are issued, then
+    // the block waits for its predecessor before it reads x, the residual or writes anything.
+#if defined(DECODE_PDL)
+    constexpr bool PDL = true;
+#else
+    constexpr bool PDL = false;
+#endif
+    if (PDL) {
+        if ((pdl_mode() & 3) == 0) pdl_trigger();
+        preload();
+        pdl_wait();
+    }
+    if (!STAGE && !PDL) preload();
     if (STAGE) {
         // x as it is and the norm weight (row 8 * NT), 8 loads a thread in flight; rows of x
         // past M zero.
@@ -1278,14 +1292,14 @@ __device__ void mmv(const typename E::T* x, const typename E::T* W, u32 M, u32 N
                 const bool w = m == 8 * NT;
                 v[j] = mmv_ldx(w ? nw + q * 8 : x + (u64)m * K + q * 8, i < total && (w || m < M));
             }
-            if (base == tid) preload();
+            if (!PDL && base == tid) preload();
 #pragma unroll
             for (u32 j = 0; j < 8; ++j) {
                 const u32 i = base + j * nthreads;
                 if (i < total) xs[(i / words) * xstride + i % words] = v[j];
             }
         }
-        if (tid >= total) preload();  // threads that had no word to load
+        if (!PDL && tid >= total) preload();  // threads that had no word to load
         __syncthreads();
         for (u32 m = warp; m < M; m += nwarps) {
             float ss = 0.f;
@@ -2381,9 +2395,9 @@ INSTANTIATE_GEMV(BF16, bf16)
         u32 ks) {                                                                                           \
         mmv<E, 1, true, true>(x, W, M, N, K, mode, nw, eps, nullptr, y, ks, nullptr);                        \
     }
-#if !defined(DECODE_ONLY_GEMV)
 INSTANTIATE_MMV(F16, f16)
 INSTANTIATE_MMV(BF16, bf16)
+#if !defined(DECODE_ONLY_GEMV)
 INSTANTIATE(F32, f32)
 INSTANTIATE(F16, f16)
 INSTANTIATE(BF16, bf16)

@@ -98,7 +98,7 @@ pub(crate) fn programmatic_launch_supported(dev: &CudaDevice) -> candle_core::Re
 ///
 /// Only for kernels that wait for their predecessor (`griddepcontrol.wait`, the PDL hooks of
 /// `kernels/decode.cu`, in `decode_pdl.ptx`) in every block before they read anything
-/// another kernel wrote or write anything: the gemv kernels.
+/// another kernel wrote or write anything: the products (gemv and mmv).
 fn launch_programmatic(
     dev: &CudaDevice,
     func: &cudarc::driver::CudaFunction,

@@ -11,8 +11,8 @@ use crate::raw::{self, device_address, Arg};
 /// `scripts/build-candle-ptx.sh`.
 pub(crate) const PTX: &str = include_str!("../../kernels/decode.ptx");
 const MODULE: &str = "capture_candle_decode";
-/// The gemv kernels with programmatic dependent launch's hooks (compute_90; `DECODE_PDL` in
-/// `kernels/decode.cu`), built by the same script.
+/// The products (gemv and mmv kernels) with programmatic dependent launch's hooks
+/// (compute_90; `DECODE_PDL` in `kernels/decode.cu`), built by the same script.
 const PTX_PDL: &str = include_str!("../../kernels/decode_pdl.ptx");
 const MODULE_PDL: &str = "capture_candle_decode_pdl";
 
@@ -56,7 +56,7 @@ pub(crate) enum Launch {
     Programmatic,
 }
 
-/// `go` for a kernel of `decode_pdl.ptx` (the gemv kernels) under `launch`.
+/// `go` for a kernel of `decode_pdl.ptx` (the products: gemv and mmv) under `launch`.
 fn go_gemv(dev: &CudaDevice, name: &str, dtype: DType, cfg: LaunchConfig, args: &[Arg], launch: Launch) -> Result<()> {
     if launch == Launch::Programmatic && raw::programmatic_launch_supported(dev)? {
         let f = format!("{name}_{}", suffix(dtype)?);
@@ -531,12 +531,7 @@ pub(crate) fn gemv(
     } else {
         head.into_iter().chain([addr(residual)?, addr(Some(&y))?, Arg::U32(ks), addr(amax)?]).collect()
     };
-    if tc {
-        // The tensor-core kernels have no PDL hooks: a plain launch.
-        go(&dev, name, x.dtype(), cfg, &args)?;
-    } else {
-        go_gemv(&dev, name, x.dtype(), cfg, &args, launch)?;
-    }
+    go_gemv(&dev, name, x.dtype(), cfg, &args, launch)?;
     Ok(y)
 }
 

@@ -133,7 +133,7 @@ pub struct Model {
     norm: Tensor,
     lm_head: Tensor,
     rope: RopeTable,
-    /// The step's matrix-vector kernels under programmatic dependent launch
+    /// The step's products under programmatic dependent launch
     /// ([`set_programmatic_launch`](Self::set_programmatic_launch)).
     programmatic: bool,
 }
@@ -284,10 +284,11 @@ impl Model {
         n * self.dtype.size_in_bytes()
     }
 
-    /// Launches the fused step's matrix-vector kernels (the projections at one or two rows a
-    /// step, the LM head's included) with programmatic dependent launch, where the GPU has it
-    /// (compute capability 9.0 and later), or as before (`on` false, the default). Returns
-    /// whether it is in effect: false on the CPU and on older GPUs, which launch as before.
+    /// Launches the fused step's products (the projections and the LM head, at up to
+    /// [`decode::matvec_rows`] rows a step) with programmatic dependent launch, where the GPU
+    /// has it (compute capability 9.0 and later), or as before (`on` false, the default).
+    /// Returns whether it is in effect: false on the CPU and on older GPUs, which launch as
+    /// before.
     ///
     /// Under it each of those kernels may start while the kernel before it drains: its blocks
     /// take the multiprocessors' free slots, issue their first weight loads, and wait for the
@@ -311,7 +312,7 @@ impl Model {
         Ok(self.programmatic)
     }
 
-    /// Whether the step's matrix-vector kernels use programmatic dependent launch
+    /// Whether the step's products use programmatic dependent launch
     /// ([`set_programmatic_launch`](Self::set_programmatic_launch)).
     pub fn programmatic_launch(&self) -> bool {
         self.programmatic
@@ -527,8 +528,8 @@ impl Model {
             // Up to `matvec_rows` rows (decode): five kernels a layer: norm + QKV, RoPE + cache
             // write + attention, output projection + residual, norm + gate/up + SwiGLU, down +
             // residual (matrix-vector kernels for 1 or 2 rows, tensor-core ones for 3 to 8).
-            // Programmatic dependent launch, when set, for the matrix-vector kernels (the
-            // tensor-core ones launch plainly), with the layers' intermediates allocated
+            // Programmatic dependent launch, when set, for the products, with the layers'
+            // intermediates allocated
             // before the first kernel (`Workspace`).
             let launch = if self.programmatic { Launch::Programmatic } else { Launch::Plain };
             let mv = |x: &Tensor, w: &Tensor, p: Prologue<'_>, r: Option<&Tensor>, out: Option<&Tensor>| {
