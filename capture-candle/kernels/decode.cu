@@ -832,8 +832,8 @@ __device__ void silu_mul(const typename E::T* in, u32 inter, u64 n, typename E::
 // the weights through L1; 8 stages x in mode 0 as well.
 //
 // PDL: a programmatic dependent launch's hooks, compiled only with DECODE_PDL for sm_90 and
-// later (kernels/decode_pdl.ptx, which the step uses on such GPUs; decode.ptx has none), in gemv and mmv. The
-// block waits for its predecessor grid (griddepcontrol.wait) after its first weight loads and
+// later (kernels/decode_pdl.ptx, which the step uses on such GPUs; decode.ptx has none), in
+// gemv and mmv (which implements mode 0 only, see below). The block waits for its predecessor grid (griddepcontrol.wait) after its first weight loads and
 // before it reads anything another kernel wrote (x, the residual) or writes anything, and it
 // lets its successor launch (griddepcontrol.launch_dependents) at its start: the successor's
 // blocks then take the slots this grid leaves free, issue their own first weight loads and
@@ -1178,7 +1178,8 @@ __device__ void gemv(const typename E::T* x, const typename E::T* W, u32 M, u32 
 //
 // Mode 0 reads x where it is, through L1 (the weights bypass it). Mode 1 (STAGE) copies x and
 // the norm weight to shared memory (x's loads issued first, then the block's first two rounds
-// of weight loads, which stay in flight meanwhile), finds each row's norm there and forms f(x)
+// of weight loads, which stay in flight meanwhile; under PDL the weights first, then the
+// wait, then x), finds each row's norm there and forms f(x)
 // in place, rounded to the element type as the GEMV's staging rounds it. Staged rows are
 // padded by 64 bytes, so a quarter-warp's 16-byte reads hit distinct banks.
 //
@@ -1258,7 +1259,8 @@ __device__ void mmv(const typename E::T* x, const typename E::T* W, u32 M, u32 N
         }
     };
     // The first two rounds of weights, in flight while f(x) is formed (STAGE: issued after
-    // the first round of x's loads, so these are not queued behind them).
+    // the first round of x's loads, so these are not queued behind them; under PDL before the
+    // wait, and so before x's loads).
     const bool pre = blockIdx.x < groups && blockIdx.x * tiles_blk + tile_in < tiles;
     auto preload = [&]() {
         if (pre) {

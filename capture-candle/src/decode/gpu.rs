@@ -57,7 +57,14 @@ pub(crate) enum Launch {
 }
 
 /// `go` for a kernel of `decode_pdl.ptx` (the products: gemv and mmv) under `launch`.
-fn go_gemv(dev: &CudaDevice, name: &str, dtype: DType, cfg: LaunchConfig, args: &[Arg], launch: Launch) -> Result<()> {
+fn go_product(
+    dev: &CudaDevice,
+    name: &str,
+    dtype: DType,
+    cfg: LaunchConfig,
+    args: &[Arg],
+    launch: Launch,
+) -> Result<()> {
     if launch == Launch::Programmatic && raw::programmatic_launch_supported(dev)? {
         let f = format!("{name}_{}", suffix(dtype)?);
         return raw::launch(dev, (MODULE_PDL, PTX_PDL, &f), cfg, args, true);
@@ -531,7 +538,7 @@ pub(crate) fn gemv(
     } else {
         head.into_iter().chain([addr(residual)?, addr(Some(&y))?, Arg::U32(ks), addr(amax)?]).collect()
     };
-    go_gemv(&dev, name, x.dtype(), cfg, &args, launch)?;
+    go_product(&dev, name, x.dtype(), cfg, &args, launch)?;
     Ok(y)
 }
 
