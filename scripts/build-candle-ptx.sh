@@ -4,8 +4,9 @@
 # (building the crate needs no CUDA toolkit, and docs.rs has none; the driver compiles the PTX
 # for the GPU it runs on):
 #   capture-candle/kernels/decode.ptx      every kernel, for compute_80;
-#   capture-candle/kernels/decode_pdl.ptx  the products (gemv, mmv) with programmatic
-#                                          dependent launch's hooks (DECODE_PDL), for compute_90.
+#   capture-candle/kernels/decode_pdl.ptx  the kernels the step launches programmatically (the
+#                                          fused attention, gemv, mmv) with programmatic dependent
+#                                          launch's hooks (DECODE_PDL), for compute_90.
 #
 #   scripts/build-candle-ptx.sh           # rebuild both
 #   scripts/build-candle-ptx.sh --check   # fail if either is not what decode.cu builds to
@@ -36,4 +37,4 @@ check=0
 [ "${1:-}" = "--check" ] && check=1
 one decode.ptx -arch=compute_80
 # (Helpers only the other kernels use are unreferenced there: warning 177 is expected.)
-one decode_pdl.ptx -arch=compute_90 -DDECODE_PDL -DDECODE_ONLY_GEMV -diag-suppress 177
+one decode_pdl.ptx -arch=compute_90 -DDECODE_PDL -DDECODE_PDL_ONLY -diag-suppress 177

@@ -293,6 +293,26 @@ template <typename E> struct AttFuse {
     u32* overflow;             // [B]
 };
 
+// Programmatic dependent launch's hooks (DECODE_PDL; described with gemv below).
+#if defined(DECODE_PDL_PROBE)
+__device__ u32 g_pdl_mode;
+#endif
+#if defined(DECODE_PDL) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#if defined(DECODE_PDL_PROBE)
+static __device__ __forceinline__ u32 pdl_mode() { return g_pdl_mode; }
+#else
+static __device__ __forceinline__ u32 pdl_mode() { return 0; }
+#endif
+static __device__ __forceinline__ void pdl_wait() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
+static __device__ __forceinline__ void pdl_trigger() { asm volatile("griddepcontrol.launch_dependents;" ::: "memory"); }
+static __device__ __forceinline__ void pdl_prefetch(const void* p) { asm volatile("prefetch.global.L2::evict_last [%0];" ::"l"(p)); }
+#else
+static __device__ __forceinline__ u32 pdl_mode() { return 2; }
+static __device__ __forceinline__ void pdl_wait() {}
+static __device__ __forceinline__ void pdl_trigger() {}
+static __device__ __forceinline__ void pdl_prefetch(const void*) {}
+#endif
+
 template <typename E, u32 DP, u32 GK, u32 NW, bool MMA, bool PF, bool FUSE = false>
 __device__ void attention(const typename E::T* q, const typename E::T* kc, const typename E::T* vc,
                           const u32* pos, u32 T, u32 nq, u32 nk, u32 S, u32 dim, u32 nsplit, u32 max_chunk,
@@ -331,7 +351,17 @@ __device__ void attention(const typename E::T* q, const typename E::T* kc, const
     const u32 start = c * chunk;
     const u32 p = FUSE ? pos[b] + t : 0u;  // FUSE: the new token's position
     const bool over = FUSE && p >= S;
-    if (FUSE && over && kh == 0 && hg == 0 && c == 0 && threadIdx.x == 0) f.overflow[b] = 1;
+    // PDL (decode_pdl.ptx: the fused kernels, launched after QKV's product): a block reads
+    // before the wait only what no kernel of this step writes (pos, the cache's prefix), and
+    // writes nothing; it lets the output projection launch once it has waited. Blocks past
+    // the prefix return without waiting: the first chunk's blocks always wait, so the grid
+    // still ends after its predecessor.
+#if defined(DECODE_PDL)
+    constexpr bool PDL = FUSE;
+#else
+    constexpr bool PDL = false;
+#endif
+    if (!PDL && FUSE && over && kh == 0 && hg == 0 && c == 0 && threadIdx.x == 0) f.overflow[b] = 1;
     if (start >= len) return;
     const u32 end = min(start + chunk, len), n = end - start;
     const u32 tid = threadIdx.x, w = tid / 32, lane = tid % 32;
@@ -400,6 +430,12 @@ __device__ void attention(const typename E::T* q, const typename E::T* kc, const
     // FUSE with PF (the 16-bit d64 kernels): the first group's loads go out before the queries
     // are formed (they do not depend on them), so their latency overlaps the loads of qkv.
     if (FUSE && PF && w < (n + GK - 1) / GK) load(G, w);
+    if constexpr (PDL) {
+        pdl_wait();
+        pdl_trigger();
+        // (c = 0 never returned above: start 0 < len.)
+        if (over && kh == 0 && hg == 0 && c == 0 && threadIdx.x == 0) f.overflow[b] = 1;
+    }
 
     // FUSE: this block's queries, and the new key and value where this chunk holds them.
     bool subst = false;
@@ -724,8 +760,8 @@ __device__ void attention(const typename E::T* q, const typename E::T* kc, const
                                                        AttFuse<E>{qkv, bias, table, active, interleaved, kw, \
                                                                   vw, overflow});                            \
     }
-// DECODE_ONLY_GEMV (kernels/decode_pdl.ptx): the products alone (gemv and mmv).
-#if !defined(DECODE_ONLY_GEMV)
+// DECODE_PDL_ONLY (kernels/decode_pdl.ptx): only the kernels the step launches
+// programmatically: the fused attention, gemv and mmv.
 INSTANTIATE_ATT_ROPE(BF16, bf16, 64, 16, true, true, 4)
 INSTANTIATE_ATT_ROPE(BF16, bf16, 128, 16, true, false, 4)
 INSTANTIATE_ATT_ROPE(BF16, bf16, 256, 8, true, false, 1)
@@ -735,6 +771,7 @@ INSTANTIATE_ATT_ROPE(F16, f16, 256, 8, true, false, 1)
 INSTANTIATE_ATT_ROPE(F32, f32, 64, 16, false, false, 1)
 INSTANTIATE_ATT_ROPE(F32, f32, 128, 8, false, false, 1)
 INSTANTIATE_ATT_ROPE(F32, f32, 256, 8, false, false, 1)
+#if !defined(DECODE_PDL_ONLY)
 INSTANTIATE_ATT(BF16, bf16, 64, 16, true, true, 4)
 INSTANTIATE_ATT(BF16, bf16, 128, 16, true, false, 4)
 INSTANTIATE_ATT(BF16, bf16, 256, 8, true, false, 1)
@@ -842,24 +879,7 @@ __device__ void silu_mul(const typename E::T* in, u32 inter, u64 n, typename E::
 // With DECODE_PDL_PROBE as well (the probe), `g_pdl_mode` chooses: bits 0-1: 0 at its start,
 // 1 when it starts its last row group, 2 never (at its exit); bit 2: the rest of its first row
 // prefetched into L2 before the wait.
-#if defined(DECODE_PDL_PROBE)
-__device__ u32 g_pdl_mode;
-#endif
-#if defined(DECODE_PDL) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-#if defined(DECODE_PDL_PROBE)
-static __device__ __forceinline__ u32 pdl_mode() { return g_pdl_mode; }
-#else
-static __device__ __forceinline__ u32 pdl_mode() { return 0; }
-#endif
-static __device__ __forceinline__ void pdl_wait() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
-static __device__ __forceinline__ void pdl_trigger() { asm volatile("griddepcontrol.launch_dependents;" ::: "memory"); }
-static __device__ __forceinline__ void pdl_prefetch(const void* p) { asm volatile("prefetch.global.L2::evict_last [%0];" ::"l"(p)); }
-#else
-static __device__ __forceinline__ u32 pdl_mode() { return 2; }
-static __device__ __forceinline__ void pdl_wait() {}
-static __device__ __forceinline__ void pdl_trigger() {}
-static __device__ __forceinline__ void pdl_prefetch(const void*) {}
-#endif
+// (The hooks themselves are defined before the attention kernel, which uses them too.)
 // x read where it is (gemv's XG): through the read-only path, except under PDL, where the
 // predecessor may still have been writing x when this grid started (the read comes after
 // griddepcontrol.wait, whose guarantee covers ordinary loads, not .nc ones).
@@ -2399,7 +2419,7 @@ INSTANTIATE_GEMV(BF16, bf16)
     }
 INSTANTIATE_MMV(F16, f16)
 INSTANTIATE_MMV(BF16, bf16)
-#if !defined(DECODE_ONLY_GEMV)
+#if !defined(DECODE_PDL_ONLY)
 INSTANTIATE(F32, f32)
 INSTANTIATE(F16, f16)
 INSTANTIATE(BF16, bf16)

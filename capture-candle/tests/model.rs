@@ -352,8 +352,8 @@ fn programmatic_launch_is_not_in_effect_on_the_cpu() {
     m.step(&st).unwrap();
 }
 
-/// Programmatic dependent launch changes when the step's products start, not what they
-/// compute: its eager steps and its captured replays give the plain eager step's tokens and
+/// Programmatic dependent launch changes when the step's products and attention start, not
+/// what they compute: its eager steps and its captured replays give the plain eager step's tokens and
 /// logits, bit for bit, at one and two rows (the gemv kernels) and four (the tensor-core
 /// ones), greedy and sampled, for the tiny config and for four layers of Llama-3.2-1B's
 /// shapes; and the captured graph holds the programmatic edges.
@@ -408,10 +408,11 @@ fn programmatic_launch_gives_the_plain_steps_bits_gpu() {
             cs.warm_up(|| pdl.step(&warm).map_err(candle_core::Error::wrap)).unwrap();
             let st = start(&pdl);
             let (graph, _) = cs.capture_owned((pdl.clone(), st.clone()), |(m, s)| m.step(s)).unwrap();
-            // The overlap is in the graph: the products' edges are programmatic, every
-            // layer's QKV, output projection, gate/up and down, and the LM head's.
+            // The overlap is in the graph: the edges into the products and attention are
+            // programmatic, every layer's QKV, attention, output projection, gate/up and down,
+            // and the LM head's.
             let layers = cfg.num_hidden_layers;
-            assert_eq!(graph.programmatic_edges(), 4 * layers + 1, "{layers} layers, batch {batch}");
+            assert_eq!(graph.programmatic_edges(), 5 * layers + 1, "{layers} layers, batch {batch}");
             let got: Vec<_> = (0..16)
                 .map(|_| {
                     graph.launch(cs.stream()).unwrap();

@@ -11,8 +11,9 @@ use crate::raw::{self, device_address, Arg};
 /// `scripts/build-candle-ptx.sh`.
 pub(crate) const PTX: &str = include_str!("../../kernels/decode.ptx");
 const MODULE: &str = "capture_candle_decode";
-/// The products (gemv and mmv kernels) with programmatic dependent launch's hooks
-/// (compute_90; `DECODE_PDL` in `kernels/decode.cu`), built by the same script.
+/// The kernels the step launches programmatically (the fused attention, gemv, mmv) with
+/// programmatic dependent launch's hooks (compute_90; `DECODE_PDL` in `kernels/decode.cu`),
+/// built by the same script.
 const PTX_PDL: &str = include_str!("../../kernels/decode_pdl.ptx");
 const MODULE_PDL: &str = "capture_candle_decode_pdl";
 
@@ -56,15 +57,9 @@ pub(crate) enum Launch {
     Programmatic,
 }
 
-/// `go` for a kernel of `decode_pdl.ptx` (the products: gemv and mmv) under `launch`.
-fn go_product(
-    dev: &CudaDevice,
-    name: &str,
-    dtype: DType,
-    cfg: LaunchConfig,
-    args: &[Arg],
-    launch: Launch,
-) -> Result<()> {
+/// `go` for a kernel that `decode_pdl.ptx` also holds (the fused attention, gemv, mmv),
+/// launched as `launch` says.
+fn go_as(dev: &CudaDevice, name: &str, dtype: DType, cfg: LaunchConfig, args: &[Arg], launch: Launch) -> Result<()> {
     if launch == Launch::Programmatic && raw::programmatic_launch_supported(dev)? {
         let f = format!("{name}_{}", suffix(dtype)?);
         return raw::launch(dev, (MODULE_PDL, PTX_PDL, &f), cfg, args, true);
@@ -247,6 +242,7 @@ pub(crate) fn attention(
     scale: f32,
     fuse: Option<&AttRope<'_>>,
     into: Option<&AttInto<'_>>,
+    launch: Launch,
 ) -> Result<Tensor> {
     let dev = cuda(q)?;
     if fuse.is_some() && t != 1 {
@@ -321,6 +317,8 @@ pub(crate) fn attention(
         addr(Some(counters))?,
         addr(Some(&out))?,
     ];
+    // Only the fused kernels have PDL hooks.
+    let launch = if fuse.is_some() { launch } else { Launch::Plain };
     let name = match fuse {
         None => format!("attention_d{width}"),
         Some(f) => {
@@ -337,7 +335,7 @@ pub(crate) fn attention(
             format!("attention_rope_d{width}")
         }
     };
-    go(&dev, &name, q.dtype(), cfg, &args)?;
+    go_as(&dev, &name, q.dtype(), cfg, &args, launch)?;
     Ok(out)
 }
 
@@ -538,7 +536,7 @@ pub(crate) fn gemv(
     } else {
         head.into_iter().chain([addr(residual)?, addr(Some(&y))?, Arg::U32(ks), addr(amax)?]).collect()
     };
-    go_product(&dev, name, x.dtype(), cfg, &args, launch)?;
+    go_as(&dev, name, x.dtype(), cfg, &args, launch)?;
     Ok(y)
 }
 

@@ -292,9 +292,19 @@ pub fn attention(q: &Tensor, cache: &KvCache, pos: &Tensor, scale: f32) -> Resul
     let where_ = on(OP, q)?;
     attention_limits(OP, &where_, cache, (nq, t), scale, q.dtype())?;
     Ok(match where_ {
-        On::Cuda => {
-            gpu::attention(q, cache.k(), cache.v(), pos, cache.counters(), (b, nq, t, dim), (nk, s), scale, None, None)?
-        }
+        On::Cuda => gpu::attention(
+            q,
+            cache.k(),
+            cache.v(),
+            pos,
+            cache.counters(),
+            (b, nq, t, dim),
+            (nk, s),
+            scale,
+            None,
+            None,
+            Launch::Plain,
+        )?,
         On::Cpu => cpu::attention(q, cache.k(), cache.v(), pos, (b, nq, t, dim), (nk, s), scale)?,
     })
 }
@@ -368,12 +378,12 @@ pub fn qkv_attention(
     q_heads: usize,
     scale: f32,
 ) -> Result<Tensor> {
-    qkv_attention_into(qkv, bias, rope, pos, active, cache, overflow, q_heads, scale, None)
+    qkv_attention_into(qkv, bias, rope, pos, active, cache, overflow, q_heads, scale, None, Launch::Plain)
 }
 
 /// [`qkv_attention`], writing its scratch and output where `into` says when the one-kernel
-/// path runs (CUDA, one token a row); otherwise `into` is not used. Either way the result is
-/// the returned tensor.
+/// path runs (CUDA, one token a row), and launching that kernel as `launch` says; otherwise
+/// `into` and `launch` are not used. Either way the result is the returned tensor.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn qkv_attention_into(
     qkv: &Tensor,
@@ -386,6 +396,7 @@ pub(crate) fn qkv_attention_into(
     q_heads: usize,
     scale: f32,
     into: Option<&gpu::AttInto<'_>>,
+    launch: Launch,
 ) -> Result<Tensor> {
     const OP: &str = "qkv_attention";
     let (tokens, _) = rope_write_checks(OP, qkv, bias, rope, pos, active, cache, overflow, q_heads)?;
@@ -422,6 +433,7 @@ pub(crate) fn qkv_attention_into(
         scale,
         Some(&f),
         into,
+        launch,
     )?)
 }
 

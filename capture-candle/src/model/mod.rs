@@ -477,6 +477,8 @@ impl Model {
             true => Some(Workspace::new(self, state, n)?),
             false => None,
         };
+        // Programmatic dependent launch, when set, for that route's products and attention.
+        let launch = if ws.is_some() { Launch::Programmatic } else { Launch::Plain };
         let x = self.embed.index_select(tokens, 0)?; // [n, hidden]
         let last_rows = |h: Tensor| -> Result<Tensor> {
             if tokens_per_row == 1 {
@@ -495,7 +497,7 @@ impl Model {
                 (l.qkv_bias.as_ref(), state.pos(), Some(state.active()), state.overflow());
             let out = if fused {
                 decode::ops::qkv_attention_into(
-                    qkv, bias, &self.rope, pos, active, cache, overflow, heads, scale, into,
+                    qkv, bias, &self.rope, pos, active, cache, overflow, heads, scale, into, launch,
                 )?
             } else {
                 let q = decode::qkv_rope_write(qkv, bias, &self.rope, pos, active, cache, overflow, heads)?;
@@ -528,10 +530,8 @@ impl Model {
             // Up to `matvec_rows` rows (decode): five kernels a layer: norm + QKV, RoPE + cache
             // write + attention, output projection + residual, norm + gate/up + SwiGLU, down +
             // residual (matrix-vector kernels for 1 or 2 rows, tensor-core ones for 3 to 8).
-            // Programmatic dependent launch, when set, for the products, with the layers'
-            // intermediates allocated
-            // before the first kernel (`Workspace`).
-            let launch = if self.programmatic { Launch::Programmatic } else { Launch::Plain };
+            // Programmatic dependent launch, when set, for the products (`launch`), with the
+            // layers' intermediates allocated before the first kernel (`Workspace`).
             let mv = |x: &Tensor, w: &Tensor, p: Prologue<'_>, r: Option<&Tensor>, out: Option<&Tensor>| {
                 Ok::<_, Error>(decode::ops::matvec_with(x, w, p, r, None, launch, out)?.0)
             };
