@@ -133,7 +133,7 @@ pub struct Model {
     norm: Tensor,
     lm_head: Tensor,
     rope: RopeTable,
-    /// The step's products under programmatic dependent launch
+    /// The step's products and attention under programmatic dependent launch
     /// ([`set_programmatic_launch`](Self::set_programmatic_launch)).
     programmatic: bool,
 }
@@ -285,15 +285,16 @@ impl Model {
     }
 
     /// Launches the fused step's products (the projections and the LM head, at up to
-    /// [`decode::matvec_rows`] rows a step) with programmatic dependent launch, where the GPU
-    /// has it (compute capability 9.0 and later), or as before (`on` false, the default).
+    /// [`decode::matvec_rows`] rows a step) and its attention with programmatic dependent
+    /// launch, where the GPU has it (compute capability 9.0 and later), or as before (`on`
+    /// false, the default).
     /// Returns whether it is in effect: false on the CPU and on older GPUs, which launch as
     /// before.
     ///
     /// Under it each of those kernels may start while the kernel before it drains: its blocks
-    /// take the multiprocessors' free slots, issue their first weight loads, and wait for the
-    /// kernel before (`griddepcontrol.wait`) before they read anything it wrote or write
-    /// anything. Results are those of the plain launch, bit for bit; only the overlap changes.
+    /// take the multiprocessors' free slots, issue their first loads of what no kernel of the
+    /// step writes (weights; attention's cached keys), and wait for the kernel before
+    /// (`griddepcontrol.wait`) before they read anything it wrote or write anything. Results are those of the plain launch, bit for bit; only the overlap changes.
     /// It applies to the steps captured or run after the call. The step then allocates its
     /// layers' intermediates before its first kernel and reuses them in every layer, so that
     /// in a capture no allocation or free node sits between two of its kernels (a
@@ -312,7 +313,7 @@ impl Model {
         Ok(self.programmatic)
     }
 
-    /// Whether the step's products use programmatic dependent launch
+    /// Whether the step's products and attention use programmatic dependent launch
     /// ([`set_programmatic_launch`](Self::set_programmatic_launch)).
     pub fn programmatic_launch(&self) -> bool {
         self.programmatic
