@@ -352,7 +352,9 @@ __device__ void attention(const typename E::T* q, const typename E::T* kc, const
     const u32 p = FUSE ? pos[b] + t : 0u;  // FUSE: the new token's position
     const bool over = FUSE && p >= S;
     // PDL (decode_pdl.ptx: the fused kernels, launched after QKV's product): a block reads
-    // before the wait only what no kernel of this step writes (pos, the cache's prefix), and
+    // before the wait only what no other kernel of this step writes (pos, the cache's prefix;
+    // the first group may hold row p, which this grid writes after the wait: `patch` replaces
+    // it where it is written, and an inactive or overflowed row's p is not written), and
     // writes nothing; it lets the output projection launch once it has waited. Blocks past
     // the prefix return without waiting: the first chunk's blocks always wait, so the grid
     // still ends after its predecessor.

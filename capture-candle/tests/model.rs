@@ -353,10 +353,10 @@ fn programmatic_launch_is_not_in_effect_on_the_cpu() {
 }
 
 /// Programmatic dependent launch changes when the step's products and attention start, not
-/// what they compute: its eager steps and its captured replays give the plain eager step's tokens and
-/// logits, bit for bit, at one and two rows (the gemv kernels) and four (the tensor-core
-/// ones), greedy and sampled, for the tiny config and for four layers of Llama-3.2-1B's
-/// shapes; and the captured graph holds the programmatic edges.
+/// what they compute: its eager steps and its captured replays give the plain eager step's
+/// tokens and logits, bit for bit, at one and two rows (the gemv kernels) and four (the
+/// tensor-core ones), greedy and sampled, for the tiny config and for four layers of
+/// Llama-3.2-1B's shapes; and the captured graph holds the programmatic edges.
 #[test]
 #[ignore = "needs a CUDA device"]
 fn programmatic_launch_gives_the_plain_steps_bits_gpu() {

@@ -53,7 +53,8 @@ pub(crate) enum Launch {
     Plain,
     /// Where the GPU has it (compute capability 9.0 and later), the kernel of
     /// `decode_pdl.ptx` with the programmatic-serialization attribute: it starts while its
-    /// predecessor drains, issues its first weight loads, and waits for it. Elsewhere, plain.
+    /// predecessor drains, issues its first loads of what no other kernel of the step writes
+    /// (weights, cached keys and values), and waits for it. Elsewhere, plain.
     Programmatic,
 }
 

@@ -287,14 +287,14 @@ impl Model {
     /// Launches the fused step's products (the projections and the LM head, at up to
     /// [`decode::matvec_rows`] rows a step) and its attention with programmatic dependent
     /// launch, where the GPU has it (compute capability 9.0 and later), or as before (`on`
-    /// false, the default).
-    /// Returns whether it is in effect: false on the CPU and on older GPUs, which launch as
-    /// before.
+    /// false, the default). Returns whether it is in effect: false on the CPU and on older
+    /// GPUs, which launch as before.
     ///
     /// Under it each of those kernels may start while the kernel before it drains: its blocks
-    /// take the multiprocessors' free slots, issue their first loads of what no kernel of the
-    /// step writes (weights; attention's cached keys), and wait for the kernel before
-    /// (`griddepcontrol.wait`) before they read anything it wrote or write anything. Results are those of the plain launch, bit for bit; only the overlap changes.
+    /// take the multiprocessors' free slots, issue their first loads of what no other kernel
+    /// of the step writes (the weights; attention's cached keys and values), and wait for the
+    /// kernel before (`griddepcontrol.wait`) before they read anything it wrote or write
+    /// anything. Results are those of the plain launch, bit for bit; only the overlap changes.
     /// It applies to the steps captured or run after the call. The step then allocates its
     /// layers' intermediates before its first kernel and reuses them in every layer, so that
     /// in a capture no allocation or free node sits between two of its kernels (a
@@ -531,8 +531,9 @@ impl Model {
             // Up to `matvec_rows` rows (decode): five kernels a layer: norm + QKV, RoPE + cache
             // write + attention, output projection + residual, norm + gate/up + SwiGLU, down +
             // residual (matrix-vector kernels for 1 or 2 rows, tensor-core ones for 3 to 8).
-            // Programmatic dependent launch, when set, for the products (`launch`), with the
-            // layers' intermediates allocated before the first kernel (`Workspace`).
+            // Programmatic dependent launch, when set, for the products and attention
+            // (`launch`), with the layers' intermediates allocated before the first kernel
+            // (`Workspace`).
             let mv = |x: &Tensor, w: &Tensor, p: Prologue<'_>, r: Option<&Tensor>, out: Option<&Tensor>| {
                 Ok::<_, Error>(decode::ops::matvec_with(x, w, p, r, None, launch, out)?.0)
             };
