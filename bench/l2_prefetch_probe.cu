@@ -77,7 +77,7 @@ __global__ void stall_pf(u32 stall_blocks, u64 ns, Ranges r, u32 stride, u32* si
 
 
 static const u32 H = 2048, QKV = 3072, I = 8192, L = 16;
-struct Layer { u16 *qkv, *o, *gu, *d; };
+typedef LayerWeights Layer;
 struct Acts { u16 *x, *nw, *q, *a, *h, *g, *y; };
 
 struct Variant { std::string name; bool stall; double mb; int hint; u32 stride; };
@@ -112,14 +112,8 @@ int main(int argc, char** argv) {
     for (int i = 1; i < argc; ++i) stalls.push_back(strtoull(argv[i], nullptr, 10));
     if (stalls.empty()) stalls = {5000, 10000};
     const u32 stall_blocks = 8;
-    std::vector<Layer> W(L);
     u64 seed = 1;
-    for (auto& w : W) {
-        CK(cudaMalloc(&w.qkv, (u64)QKV * H * 2)); fill(w.qkv, (u64)QKV * H, ++seed, -0.02f, 0.02f);
-        CK(cudaMalloc(&w.o, (u64)H * H * 2)); fill(w.o, (u64)H * H, ++seed, -0.02f, 0.02f);
-        CK(cudaMalloc(&w.gu, 2ull * I * H * 2)); fill(w.gu, 2ull * I * H, ++seed, -0.02f, 0.02f);
-        CK(cudaMalloc(&w.d, (u64)H * I * 2)); fill(w.d, (u64)H * I, ++seed, -0.02f, 0.02f);
-    }
+    const std::vector<Layer> W = layer_weights(L, H, QKV, I, seed, 0.02f, 0.02f);
     Acts A;
     CK(cudaMalloc(&A.x, H * 2)); CK(cudaMalloc(&A.nw, H * 2)); CK(cudaMalloc(&A.q, QKV * 2));
     CK(cudaMalloc(&A.a, H * 2)); CK(cudaMalloc(&A.h, H * 2)); CK(cudaMalloc(&A.g, I * 2)); CK(cudaMalloc(&A.y, H * 2));

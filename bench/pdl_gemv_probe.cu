@@ -103,15 +103,8 @@ static long programmatic_edges(const std::function<void()>& body) {
 
 int main() {
     probe_device();
-    struct LW { u16 *qkv, *o, *gu, *d; };
-    std::vector<LW> W(L);
     u64 seed = 7;
-    for (auto& w : W) {
-        CK(cudaMalloc(&w.qkv, (u64)QKV * H * 2)); fill(w.qkv, (u64)QKV * H, ++seed, -0.0383f, 0.0383f);
-        CK(cudaMalloc(&w.o, (u64)H * H * 2)); fill(w.o, (u64)H * H, ++seed, -0.0383f, 0.0383f);
-        CK(cudaMalloc(&w.gu, 2ull * I * H * 2)); fill(w.gu, 2ull * I * H, ++seed, -0.0383f, 0.0383f);
-        CK(cudaMalloc(&w.d, (u64)H * I * 2)); fill(w.d, (u64)H * I, ++seed, -0.0191f, 0.0191f);
-    }
+    const std::vector<LayerWeights> W = layer_weights(L, H, QKV, I, seed, 0.0383f, 0.0191f);
     // a0: the residual stream [H] then the post-attention stream [H] (at a0 + I, as in
     // persistent_probe.cu); a1: QKV's output; g: gate/up's output.
     u16 *a0, *a1, *nw, *g;

@@ -405,15 +405,8 @@ static void launch_persist(u32 grid, u32 s0, u32 s1, u32 waves, u32* count, u32*
 
 int main() {
     probe_device();
-    struct LW { u16 *qkv, *o, *gu, *d; };
-    std::vector<LW> W(L);
     u64 seed = 7;
-    for (auto& w : W) {
-        CK(cudaMalloc(&w.qkv, (u64)QKV * H * 2)); fill(w.qkv, (u64)QKV * H, ++seed, -0.0383f, 0.0383f);
-        CK(cudaMalloc(&w.o, (u64)H * H * 2)); fill(w.o, (u64)H * H, ++seed, -0.0383f, 0.0383f);
-        CK(cudaMalloc(&w.gu, 2ull * I * H * 2)); fill(w.gu, 2ull * I * H, ++seed, -0.0383f, 0.0383f);
-        CK(cudaMalloc(&w.d, (u64)H * I * 2)); fill(w.d, (u64)H * I, ++seed, -0.0191f, 0.0191f);
-    }
+    const std::vector<LayerWeights> W = layer_weights(L, H, QKV, I, seed, 0.0383f, 0.0191f);
     u16 *a0, *a1, *nw, *g;
     CK(cudaMalloc(&a0, 2 * I * 2)); CK(cudaMalloc(&a1, 2 * I * 2)); CK(cudaMalloc(&nw, H * 2)); CK(cudaMalloc(&g, I * 2));
     fill(nw, H, ++seed, 0.5f, 1.5f);

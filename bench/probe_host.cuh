@@ -165,6 +165,21 @@ static std::vector<double> cpu_ref(const S& sh, u32 M, const std::vector<float>&
     return r;
 }
 
+// One decoder layer's bf16 weights at shapes (hidden h, QKV width qkv, intermediate i): QKV
+// [qkv, h], O [h, h], gate/up [2i, h], down [h, i], each filled uniformly in [-a, a] (down in
+// [-ad, ad]) with the next seeds of `seed`, in that order. `n` layers, each its own weights.
+struct LayerWeights { u16 *qkv, *o, *gu, *d; };
+static std::vector<LayerWeights> layer_weights(u32 n, u32 h, u32 qkv, u32 i, u64& seed, float a, float ad) {
+    std::vector<LayerWeights> W(n);
+    for (auto& w : W) {
+        CK(cudaMalloc(&w.qkv, (u64)qkv * h * 2)); fill(w.qkv, (u64)qkv * h, ++seed, -a, a);
+        CK(cudaMalloc(&w.o, (u64)h * h * 2)); fill(w.o, (u64)h * h, ++seed, -a, a);
+        CK(cudaMalloc(&w.gu, 2ull * i * h * 2)); fill(w.gu, 2ull * i * h, ++seed, -a, a);
+        CK(cudaMalloc(&w.d, (u64)h * i * 2)); fill(w.d, (u64)h * i, ++seed, -ad, ad);
+    }
+    return W;
+}
+
 // gpu.rs `gemv_launch` for 16-bit types (kept in step by hand, as gemv_probe.cu `new_cfg`):
 // threads a block, ks, grid, for n outputs over k inputs (glu: gate/up rows, a row 2k long).
 struct StepLaunch { u32 threads, ks, grid; };
