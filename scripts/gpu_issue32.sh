@@ -11,7 +11,7 @@
 #   bash scripts/gpu_issue32.sh mmv-step     # llama_bench: the fused step (tensor-core products) against cuBLAS products, batches 3 and 8
 #   bash scripts/gpu_issue32.sh batches      # transformers' goldens at batches of 3-8 rows (real shapes too); the projection past 96 KB
 #   bash scripts/gpu_issue32.sh pdl          # programmatic dependent launch: bench/pdl_gemv_probe.cu, the model's PDL test,
-#                                            #   then llama_bench's fused step against its PDL twin (batches 1, 2, 8; positions 64, 2000);
+#                                            #   then llama_bench's fused step against its plain-launch twin (batches 1, 2, 8; positions 64, 2000);
 #                                            #   FULL=1: then decode's and model's every test
 # Logs go to $OUT (or ./gpu-logs), one file per mode (TAG names it).
 set -u -o pipefail
@@ -111,9 +111,9 @@ case "$1" in
         && timeout 240 /tmp/pdl_gemv_probe; } || failed "pdl_gemv_probe"
       b=$(one model); echo "=== model ($b)"
       timeout 300 "$b" --include-ignored --test-threads=1 programmatic 2>&1 || failed "model"
-      echo "=== llama_bench: fused against pdl"
+      echo "=== llama_bench: fused (programmatic launch) against plain-launch"
       timeout ${LIMIT:-300} $c/llama_bench --rounds ${ROUNDS:-6} --max-seq 2112 --batches ${BATCHES:-1,2,8} --positions 64,2000 \
-        --sampling greedy --paths fused,pdl --no-breakdown || failed "llama_bench"
+        --sampling greedy --paths fused,plain-launch --no-breakdown || failed "llama_bench"
       if [ -n "${FULL:-}" ]; then
         b=$(one decode); echo "=== decode, every test ($b)"
         timeout 200 "$b" --include-ignored --test-threads=1 2>&1 | tail -40; [ "${PIPESTATUS[0]}" = 0 ] || failed "decode"

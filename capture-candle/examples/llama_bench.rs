@@ -6,7 +6,7 @@
 //!
 //! ```text
 //! llama_bench [--config NAME] [--rounds R] [--tokens N] [--max-seq S] [--batches 1,8] [--positions 64,2000]
-//!             [--sampling greedy,topk,plain] [--paths eager,unfused,fused,cublas,pdl|none] [--no-breakdown]
+//!             [--sampling greedy,topk,plain] [--paths eager,unfused,fused,cublas,plain-launch|none] [--no-breakdown]
 //!             [--generator] [--prompt-len 32] [--new-tokens 128]
 //! ```
 //! Each token counts the step and the read-back of the next token to the host (the inputs
@@ -22,10 +22,10 @@
 //!
 //! `--paths`: which steps to time (`none` skips the step benchmark; `cublas`, not in the
 //! default list, is the fused step with cuBLAS products at every batch, how 3 to 8 rows ran
-//! before the tensor-core kernel; `pdl`, not in the default list either, is the fused step
-//! with programmatic dependent launch of its products, on a second model with
-//! the same weights: `Model::set_programmatic_launch`). `--no-breakdown` skips
-//! the per-part sub-graphs.
+//! before the tensor-core kernel; `plain-launch`, not in the default list either, is the fused
+//! step with programmatic dependent launch turned off, on a second model with the same
+//! weights, where every other path has it on GPUs that do: `Model::set_programmatic_launch`).
+//! `--no-breakdown` skips the per-part sub-graphs.
 //!
 //! `--generator`: after the step benchmark, the `Generator` protocol: for each batch of
 //! `--batches` (buckets captured once), requests of a `--prompt-len`-token prompt that
@@ -92,9 +92,10 @@ enum Path {
     /// The fused step with cuBLAS products at every batch (how 3 to 8 rows ran before the
     /// tensor-core kernel): not in the default list.
     Cublas,
-    /// The fused step with programmatic dependent launch (a second model, the same weights):
-    /// not in the default list.
-    Pdl,
+    /// The fused step with programmatic dependent launch turned off (a second model, the same
+    /// weights), to compare with `fused` (on by default on GPUs that have it): not in the
+    /// default list.
+    PlainLaunch,
 }
 
 impl Path {
@@ -106,7 +107,7 @@ impl Path {
             "unfused" => Some(Self::Unfused),
             "fused" => Some(Self::Fused),
             "cublas" => Some(Self::Cublas),
-            "pdl" => Some(Self::Pdl),
+            "plain-launch" => Some(Self::PlainLaunch),
             _ => None,
         }
     }
@@ -118,7 +119,7 @@ impl Path {
             Self::Unfused => "replay, unfused",
             Self::Fused => "replay, fused",
             Self::Cublas => "replay, fused, cuBLAS products",
-            Self::Pdl => "replay, fused, programmatic launch",
+            Self::PlainLaunch => "replay, fused, plain launch",
         }
     }
 }
@@ -139,7 +140,7 @@ struct Args {
 }
 
 const USAGE: &str = "usage: llama_bench [--config NAME] [--rounds R] [--tokens N] [--max-seq S] [--batches 1,8] \
-[--positions 64,2000] [--sampling greedy,topk,plain] [--paths eager,unfused,fused,cublas,pdl|none] [--no-breakdown] \
+[--positions 64,2000] [--sampling greedy,topk,plain] [--paths eager,unfused,fused,cublas,plain-launch|none] [--no-breakdown] \
 [--generator] [--prompt-len 32] [--new-tokens 128]";
 
 fn parse_args() -> std::result::Result<Args, String> {
@@ -196,7 +197,12 @@ fn parse_args() -> std::result::Result<Args, String> {
                     "--sampling" => a.sampling = list(&k, &v, "greedy, topk or plain", Mode::parse)?,
                     "--paths" if v == "none" => a.paths.clear(),
                     "--paths" => {
-                        a.paths = list(&k, &v, "eager, unfused, fused, cublas or pdl (or `none` alone)", Path::parse)?
+                        a.paths = list(
+                            &k,
+                            &v,
+                            "eager, unfused, fused, cublas or plain-launch (or `none` alone)",
+                            Path::parse,
+                        )?
                     }
                     "--prompt-len" => a.prompt_len = num(&k, &v)?,
                     "--new-tokens" => a.new_tokens = num(&k, &v)?,
@@ -305,17 +311,18 @@ fn main() -> Result<()> {
         a.tokens
     );
     if !a.paths.is_empty() {
-        // The `pdl` path's model: the same weights (the same seed on the same device).
-        let pdl = if a.paths.contains(&Path::Pdl) {
+        // The `plain-launch` path's model: the same weights (the same seed on the same device).
+        let plain = if a.paths.contains(&Path::PlainLaunch) {
             let mut m = Model::random(&cfg, DType::BF16, a.max_seq, &device, 1)?;
-            if !m.set_programmatic_launch(true)? {
-                println!("# this GPU has no programmatic dependent launch: the `pdl` path launches plainly");
-            }
+            m.set_programmatic_launch(false)?;
             Some(Arc::new(m))
         } else {
             None
         };
-        step_bench(&a, &cfg, &model, pdl.as_ref(), &mut cs)?;
+        if !model.programmatic_launch() {
+            println!("# this device has no programmatic dependent launch: every path launches plainly");
+        }
+        step_bench(&a, &cfg, &model, plain.as_ref(), &mut cs)?;
     }
     if a.generator {
         generator_bench(&a, &model, &mut cs)?;
@@ -328,7 +335,7 @@ fn step_bench(
     a: &Args,
     cfg: &Config,
     model: &Arc<Model>,
-    pdl: Option<&Arc<Model>>,
+    plain: Option<&Arc<Model>>,
     cs: &mut CandleStream,
 ) -> Result<()> {
     let weights = model.weight_bytes() as f64;
@@ -361,8 +368,8 @@ fn step_bench(
                 Path::Unfused => m.step_unfused(s),
                 _ => m.step(s),
             };
-            let owned = match (path, pdl) {
-                (Path::Pdl, Some(m)) => (m.clone(), state.clone()),
+            let owned = match (path, plain) {
+                (Path::PlainLaunch, Some(m)) => (m.clone(), state.clone()),
                 _ => owned.clone(),
             };
             cs.warm_up(|| step(&owned).map_err(candle_core::Error::wrap))?;

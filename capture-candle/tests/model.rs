@@ -345,6 +345,7 @@ fn seeded_sampling_in_the_model_repeats() {
 #[test]
 fn programmatic_launch_is_not_in_effect_on_the_cpu() {
     let mut m = Model::random(&Config::tiny(Family::Llama), DType::F32, 16, &Device::Cpu, 1).unwrap();
+    assert!(!m.programmatic_launch(), "off by default on the CPU");
     assert!(!m.set_programmatic_launch(true).unwrap());
     assert!(!m.programmatic_launch());
     let st = m.new_state(1).unwrap();
@@ -352,8 +353,8 @@ fn programmatic_launch_is_not_in_effect_on_the_cpu() {
     m.step(&st).unwrap();
 }
 
-/// Programmatic dependent launch changes when the step's products and attention start, not
-/// what they compute: its eager steps and its captured replays give the plain eager step's
+/// Programmatic dependent launch, on by default where the GPU has it, changes when the step's
+/// products and attention start, not what they compute: its eager steps and its captured replays give the plain eager step's
 /// tokens and logits, bit for bit, at one and two rows (the gemv kernels) and four (the
 /// tensor-core ones), greedy and sampled, for the tiny config and for four layers of
 /// Llama-3.2-1B's shapes; and the captured graph holds the programmatic edges.
@@ -366,9 +367,15 @@ fn programmatic_launch_gives_the_plain_steps_bits_gpu() {
     four_layers.num_hidden_layers = 4;
     four_layers.vocab_size = 4096;
     for cfg in [Config::tiny(Family::Llama), four_layers] {
-        let plain = Arc::new(Model::random(&cfg, DType::BF16, 128, &dev, 7).unwrap());
+        let mut plain = Model::random(&cfg, DType::BF16, 128, &dev, 7).unwrap();
+        // On by default where the GPU has it.
+        let default = plain.programmatic_launch();
+        assert!(!plain.set_programmatic_launch(false).unwrap());
+        let plain = Arc::new(plain);
         let mut m = Model::random(&cfg, DType::BF16, 128, &dev, 7).unwrap();
-        if !m.set_programmatic_launch(true).unwrap() {
+        let supported = m.set_programmatic_launch(true).unwrap();
+        assert_eq!(default, supported, "on by default exactly where the GPU has it");
+        if !supported {
             eprintln!(
                 "this GPU has no programmatic dependent launch (compute capability below 9.0): nothing to compare"
             );

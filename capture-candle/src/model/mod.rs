@@ -133,8 +133,8 @@ pub struct Model {
     norm: Tensor,
     lm_head: Tensor,
     rope: RopeTable,
-    /// The step's products and attention under programmatic dependent launch
-    /// ([`set_programmatic_launch`](Self::set_programmatic_launch)).
+    /// The step's products and attention under programmatic dependent launch (on where the GPU
+    /// has it: [`set_programmatic_launch`](Self::set_programmatic_launch)).
     programmatic: bool,
 }
 
@@ -251,7 +251,10 @@ impl Model {
             norm: norm_w,
             lm_head,
             rope,
-            programmatic: false,
+            programmatic: match device {
+                Device::Cuda(d) => crate::raw::programmatic_launch_supported(d)?,
+                _ => false,
+            },
         })
     }
 
@@ -284,11 +287,11 @@ impl Model {
         n * self.dtype.size_in_bytes()
     }
 
-    /// Launches the fused step's products (the projections and the LM head, at up to
-    /// [`decode::matvec_rows`] rows a step) and its attention with programmatic dependent
-    /// launch, where the GPU has it (compute capability 9.0 and later), or as before (`on`
-    /// false, the default). Returns whether it is in effect: false on the CPU and on older
-    /// GPUs, which launch as before.
+    /// Whether the fused step's products (the projections and the LM head, at up to
+    /// [`decode::matvec_rows`] rows a step) and its attention use programmatic dependent
+    /// launch. It is on by default where the GPU has it (compute capability 9.0 and later);
+    /// `on` false launches them as before. Returns whether it is in effect: false on the CPU
+    /// and on older GPUs, which launch as before whatever `on` says.
     ///
     /// Under it each of those kernels may start while the kernel before it drains: its blocks
     /// take the multiprocessors' free slots, issue their first loads of what no other kernel
@@ -298,9 +301,12 @@ impl Model {
     /// It applies to the steps captured or run after the call. The step then allocates its
     /// layers' intermediates before its first kernel and reuses them in every layer, so that
     /// in a capture no allocation or free node sits between two of its kernels (a
-    /// programmatic edge joins two kernel nodes only). On an H100 the four projections of 16
-    /// Llama-3.2-1B layers took 48.8 µs a layer instead of 55.0 (`bench/pdl_gemv_probe.cu`);
-    /// the effect on the whole step is not yet measured.
+    /// programmatic edge joins two kernel nodes only; measured, an allocation node between
+    /// two kernels leaves their edge a full one). On an H100, Llama-3.2-1B's captured step at
+    /// batch 1, position 64 took 1.056 ms a token instead of 1.144, and at batch 8, position
+    /// 2,000, 1.346 instead of 1.470 (`docs/benchmarks-llama.md`).
+    ///
+    /// Turn it off to compare the two launches (`llama_bench --paths fused,plain-launch`).
     ///
     /// # Errors
     /// candle's error if the device's compute capability cannot be read.
@@ -313,8 +319,8 @@ impl Model {
         Ok(self.programmatic)
     }
 
-    /// Whether the step's products and attention use programmatic dependent launch
-    /// ([`set_programmatic_launch`](Self::set_programmatic_launch)).
+    /// Whether the step's products and attention use programmatic dependent launch (the
+    /// default where the GPU has it: [`set_programmatic_launch`](Self::set_programmatic_launch)).
     pub fn programmatic_launch(&self) -> bool {
         self.programmatic
     }
