@@ -10,6 +10,7 @@
 #   bash scripts/gpu_issue32.sh aba          # A/B/A in one command: llama_bench, PyTorch at BATCH (8; 64/2000, 8000), llama_bench (OLD=1: + llama_bench_old)
 #   bash scripts/gpu_issue32.sh mmv-step     # llama_bench: the fused step (tensor-core products) against cuBLAS products, batches 3 and 8
 #   bash scripts/gpu_issue32.sh batches      # transformers' goldens at batches of 3-8 rows (real shapes too); the projection past 96 KB
+#   bash scripts/gpu_issue32.sh final        # A/B/A: llama_bench (sampled, batches 1/8/32, positions to 8,000), PyTorch default compile, llama_bench
 #   bash scripts/gpu_issue32.sh pdl          # programmatic dependent launch: bench/pdl_gemv_probe.cu, the model's PDL test,
 #                                            #   then llama_bench's fused step against its plain-launch twin (batches 1, 2, 8; positions 64, 2000);
 #                                            #   FULL=1: then decode's and model's every test
@@ -76,6 +77,21 @@ case "$1" in
       --paths ${TORCH_PATHS:-compile,compile-default} 2>&1 | tee "$out/${tag}-B-8000.txt" || failed "$tag"
     ours_once 2>&1 | tee "$out/${tag}-A2.txt"
     old_once O2
+    ;;
+  final)
+    # One command, one machine: A (llama_bench, every sampling mode, batches 1/8/32 at positions
+    # 64/2000/8000), B (PyTorch's default compile + graph, the stronger peer: batches 1/8/32 at
+    # 64/2000 greedy and topk, then 8/32 at 8000 greedy), A again (greedy).
+    { nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+      timeout ${LIMIT:-120} $c/llama_bench --rounds ${ROUNDS:-6} --max-seq 8256 --batches 1,8,32 --positions 64,2000,8000 \
+        --sampling greedy,topk,plain --paths fused --no-breakdown || failed "llama_bench A1"
+    } 2>&1 | tee "$out/${tag}-A1.txt"
+    timeout ${TLIMIT:-260} python3 bench/torch_llama.py --rounds 10 --max-seq 2112 --batches 1,8,32 --positions 64,2000 \
+      --sampling greedy,topk --paths compile-default 2>&1 | tee "$out/${tag}-B-short.txt" || failed "torch short"
+    timeout ${TLIMIT_LONG:-160} python3 bench/torch_llama.py --rounds 10 --max-seq 8256 --batches 8,32 --positions 8000 \
+      --sampling greedy --paths compile-default 2>&1 | tee "$out/${tag}-B-8000.txt" || failed "torch 8000"
+    timeout ${LIMIT:-120} $c/llama_bench --rounds ${ROUNDS:-6} --max-seq 8256 --batches 1,8,32 --positions 64,2000,8000 \
+      --sampling greedy --paths fused --no-breakdown 2>&1 | tee "$out/${tag}-A2.txt" || failed "llama_bench A2"
     ;;
   mmv-step)
     { nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
