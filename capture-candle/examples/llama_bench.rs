@@ -24,7 +24,8 @@
 //! default list, is the fused step with cuBLAS products at every batch, how 3 to 8 rows ran
 //! before the tensor-core kernel; `plain-launch`, not in the default list either, is the fused
 //! step with programmatic dependent launch turned off, on a second model with the same
-//! weights, where every other path has it on GPUs that do: `Model::set_programmatic_launch`).
+//! weights, where `fused` has it on GPUs that do, up to `decode::matvec_rows` rows:
+//! `Model::set_programmatic_launch`; `unfused` and `cublas` launch plainly).
 //! `--no-breakdown` skips the per-part sub-graphs.
 //!
 //! `--generator`: after the step benchmark, the `Generator` protocol: for each batch of

@@ -96,9 +96,13 @@ pub(crate) fn programmatic_launch_supported(dev: &CudaDevice) -> candle_core::Re
 /// may start before its predecessor on the stream has finished, and in a capture the edge
 /// from that predecessor, when it is a kernel node, is a programmatic one.
 ///
-/// Only for kernels that wait for their predecessor (`griddepcontrol.wait`, the PDL hooks of
-/// `kernels/decode.cu`, in `decode_pdl.ptx`) in every block before they read anything
-/// another kernel wrote or write anything: the products (gemv and mmv).
+/// Only for the kernels of `decode_pdl.ptx` (the PDL hooks of `kernels/decode.cu`): the
+/// products (gemv and mmv) and the fused RoPE + attention. Before their wait for the
+/// predecessor (`griddepcontrol.wait`) they write nothing and read only what no kernel of the
+/// decode step writes: the weights, the positions and the cache's prefix (attention replaces
+/// the one row of it that it writes itself). Every block of the products waits; attention's
+/// blocks past the prefix return without reading or writing, and its first chunk's blocks
+/// always wait, so the grid never ends before its predecessor.
 fn launch_programmatic(
     dev: &CudaDevice,
     func: &cudarc::driver::CudaFunction,
@@ -142,8 +146,8 @@ fn launch_programmatic(
     // live tensor's, sized as the kernel reads and writes it. `func` is loaded on `dev`'s
     // context, bound to this thread above, and `config` names candle's stream of that
     // context. The attribute lets the kernel start before its predecessor ends; the kernels
-    // launched this way wait for it in every block before they touch memory another kernel
-    // wrote or reads (`kernels/decode.cu`, PDL).
+    // launched this way write nothing, and read nothing another kernel of the step writes,
+    // before they wait for it (this function's comment; `kernels/decode.cu`, PDL).
     unsafe { sys::cuLaunchKernelEx(&config, func.cu_function(), params.as_mut_ptr(), std::ptr::null_mut()) }
         .result()
         .map_err(cuda)?;

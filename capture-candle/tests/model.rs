@@ -354,10 +354,13 @@ fn programmatic_launch_is_not_in_effect_on_the_cpu() {
 }
 
 /// Programmatic dependent launch, on by default where the GPU has it, changes when the step's
-/// products and attention start, not what they compute: its eager steps and its captured replays give the plain eager step's
-/// tokens and logits, bit for bit, at one and two rows (the gemv kernels) and four (the
-/// tensor-core ones), greedy and sampled, for the tiny config and for four layers of
-/// Llama-3.2-1B's shapes; and the captured graph holds the programmatic edges.
+/// products and attention start, not what they compute: its eager steps and its captured
+/// replays give the plain eager step's tokens and logits, bit for bit, at one and two rows
+/// (the gemv kernels) and four (the tensor-core ones), greedy and sampled, for the tiny Llama
+/// and Qwen2 configs (Qwen2's QKV bias) and for four layers of Llama-3.2-1B's shapes; and the
+/// captured graph holds the programmatic edges. The prompts (600 tokens and more, a row each
+/// at its own length) put the prefix past one attention chunk: the chunks' partial results
+/// are combined, and the blocks past the prefix return early.
 #[test]
 #[ignore = "needs a CUDA device"]
 fn programmatic_launch_gives_the_plain_steps_bits_gpu() {
@@ -366,13 +369,13 @@ fn programmatic_launch_gives_the_plain_steps_bits_gpu() {
     let mut four_layers = Config::llama_3_2_1b();
     four_layers.num_hidden_layers = 4;
     four_layers.vocab_size = 4096;
-    for cfg in [Config::tiny(Family::Llama), four_layers] {
-        let mut plain = Model::random(&cfg, DType::BF16, 128, &dev, 7).unwrap();
+    for cfg in [Config::tiny(Family::Llama), Config::tiny(Family::Qwen2), four_layers] {
+        let mut plain = Model::random(&cfg, DType::BF16, 1024, &dev, 7).unwrap();
         // On by default where the GPU has it.
         let default = plain.programmatic_launch();
         assert!(!plain.set_programmatic_launch(false).unwrap());
         let plain = Arc::new(plain);
-        let mut m = Model::random(&cfg, DType::BF16, 128, &dev, 7).unwrap();
+        let mut m = Model::random(&cfg, DType::BF16, 1024, &dev, 7).unwrap();
         let supported = m.set_programmatic_launch(true).unwrap();
         assert_eq!(default, supported, "on by default exactly where the GPU has it");
         if !supported {
@@ -390,7 +393,9 @@ fn programmatic_launch_gives_the_plain_steps_bits_gpu() {
                 for r in 0..batch {
                     let params = if r == 0 { SamplingParams::GREEDY } else { topk };
                     st.sampler().set(r, &params, 11 + r as u64).unwrap();
-                    m.prefill(&st, r, &[1, 2, 3 + r as u32, 40]).unwrap();
+                    let prompt: Vec<u32> =
+                        (0..600 + 37 * r).map(|i| ((i * 13 + r * 5 + 1) % cfg.vocab_size) as u32).collect();
+                    m.prefill(&st, r, &prompt).unwrap();
                 }
                 st
             };

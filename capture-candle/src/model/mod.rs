@@ -251,8 +251,10 @@ impl Model {
             norm: norm_w,
             lm_head,
             rope,
+            // Plain launches where the compute capability cannot be read: the overlap is an
+            // optimisation, and `set_programmatic_launch` reports such an error.
             programmatic: match device {
-                Device::Cuda(d) => crate::raw::programmatic_launch_supported(d)?,
+                Device::Cuda(d) => crate::raw::programmatic_launch_supported(d).unwrap_or(false),
                 _ => false,
             },
         })
@@ -298,13 +300,14 @@ impl Model {
     /// of the step writes (the weights; attention's cached keys and values), and wait for the
     /// kernel before (`griddepcontrol.wait`) before they read anything it wrote or write
     /// anything. Results are those of the plain launch, bit for bit; only the overlap changes.
-    /// It applies to the steps captured or run after the call. The step then allocates its
-    /// layers' intermediates before its first kernel and reuses them in every layer, so that
-    /// in a capture no allocation or free node sits between two of its kernels (a
-    /// programmatic edge joins two kernel nodes only; measured, an allocation node between
-    /// two kernels leaves their edge a full one). On an H100, Llama-3.2-1B's captured step at
-    /// batch 1, position 64 took 1.056 ms a token instead of 1.144, and at batch 8, position
-    /// 2,000, 1.346 instead of 1.470 (`docs/benchmarks-llama.md`).
+    /// It applies to the steps captured or run after the call, and to prefill chunks of at
+    /// most `matvec_rows` tokens (a short prompt, a long one's last chunk). The step then
+    /// allocates its layers' intermediates before its first kernel and reuses them in every
+    /// layer, so that in a capture no allocation or free node sits between two of its
+    /// kernels (a programmatic edge joins two kernel nodes only; measured, an allocation node
+    /// between two kernels leaves their edge a full one). On an H100, Llama-3.2-1B's captured
+    /// step at batch 1, position 64 took 1.058 ms a token instead of 1.148, and at batch 8,
+    /// position 2,000, 1.330 instead of 1.461 (`docs/benchmarks-llama.md`, run 44).
     ///
     /// Turn it off to compare the two launches (`llama_bench --paths fused,plain-launch`).
     ///
@@ -319,8 +322,10 @@ impl Model {
         Ok(self.programmatic)
     }
 
-    /// Whether the step's products and attention use programmatic dependent launch (the
-    /// default where the GPU has it: [`set_programmatic_launch`](Self::set_programmatic_launch)).
+    /// Whether programmatic dependent launch is in effect for the fused step's products and
+    /// attention (the default where the GPU has it:
+    /// [`set_programmatic_launch`](Self::set_programmatic_launch)). Steps of more rows than
+    /// [`decode::matvec_rows`] take cuBLAS's products and launch plainly either way.
     pub fn programmatic_launch(&self) -> bool {
         self.programmatic
     }

@@ -15,13 +15,26 @@ pub fn diff(first: &GraphSnapshot, second: &GraphSnapshot) -> CaptureDiff {
     let paired = a.len().min(b.len());
     // Where the node kinds (or kernels) part, else the end of the shorter graph.
     let mut split = (0..paired).find(|&i| !a[i].kind.same_shape(&b[i].kind)).unwrap_or(paired);
-    // Edges among the nodes before the split must match too: the first node whose
-    // dependencies differ is where the shapes part.
-    let deps = |g: &GraphSnapshot, limit: usize| -> BTreeSet<(usize, usize)> {
-        g.edges.iter().copied().filter(|&(x, y)| x < limit && y < limit).map(|(x, y)| (y, x)).collect()
+    // Edges among the nodes before the split must match too, and their kind (full or
+    // programmatic): the first node whose dependencies differ is where the shapes part.
+    let deps = |g: &GraphSnapshot, limit: usize| -> BTreeSet<(usize, usize, bool)> {
+        let programmatic: BTreeSet<_> = g.programmatic_edges.iter().copied().collect();
+        g.edges
+            .iter()
+            .copied()
+            .filter(|&(x, y)| x < limit && y < limit)
+            .map(|(x, y)| (y, x, programmatic.contains(&(x, y))))
+            .collect()
     };
     let (ea, eb) = (deps(first, split), deps(second, split));
-    if let Some(&(node, _)) = ea.symmetric_difference(&eb).next() {
+    // Whether the dependencies part only in their kind (the same edges, full in one capture and
+    // programmatic in the other).
+    let mut kind_only = false;
+    if let Some(&(node, _, _)) = ea.symmetric_difference(&eb).next() {
+        let plain = |e: &BTreeSet<(usize, usize, bool)>| -> BTreeSet<(usize, usize)> {
+            e.iter().filter(|&&(y, _, _)| y == node).map(|&(y, x, _)| (y, x)).collect()
+        };
+        kind_only = plain(&ea) == plain(&eb);
         split = node;
     }
     let mut out = CaptureDiff {
@@ -40,8 +53,13 @@ pub fn diff(first: &GraphSnapshot, second: &GraphSnapshot) -> CaptureDiff {
         let mut first_side = describe(a);
         let mut second_side = describe(b);
         if split < paired && a[split].kind.same_shape(&b[split].kind) {
-            first_side += " with different dependencies";
-            second_side += " with different dependencies";
+            let what = if kind_only {
+                " with the same dependencies, of another kind (programmatic dependent launch in one capture)"
+            } else {
+                " with different dependencies"
+            };
+            first_side += what;
+            second_side += what;
         }
         let node = match a.get(split).or_else(|| b.get(split)) {
             Some(n) => node_ref(split, n),

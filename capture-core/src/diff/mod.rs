@@ -38,9 +38,11 @@
 //! ```
 //!
 //! What is compared, node by node in the order the captures created them:
-//! - **topology**: node kinds (and for kernels the function) and dependency edges. Where
-//!   they part, the step's shape depends on a host value: the nodes after that point are
-//!   not paired up, and the report says where the graphs part ([`Cause::Topology`]);
+//! - **topology**: node kinds (and for kernels the function) and dependency edges, with
+//!   their kind (an edge that is programmatic in one capture and full in the other: the
+//!   successor may start early in one only). Where they part, the step's shape depends on a
+//!   host value or a setting: the nodes after that point are not paired up, and the report
+//!   says where the graphs part ([`Cause::Topology`]);
 //! - **kernel nodes**: launch geometry, and each parameter's bytes. Parameter sizes come
 //!   from the kernel's PTX on the simulated device and from the driver on a GPU
 //!   (`cuFuncGetParamInfo`, CUDA 12.4+). A parameter that holds an address is compared by
