@@ -195,18 +195,26 @@ pub(crate) struct AttRope<'a> {
     pub overflow: &'a Tensor,
 }
 
-/// An output tensor the caller allocated (before the step's kernels, so that no allocation
-/// node sits between two of them in a capture): contiguous, of `dtype`, `len` elements, on a
-/// 16-byte boundary. The kernel writes every element of it.
-fn written_in_full(op: &str, t: &Tensor, dtype: DType, len: usize) -> Result<()> {
-    if t.dtype() != dtype || t.elem_count() != len || device_address(t)? % 16 != 0 {
+/// A tensor the caller allocated for a kernel to write (before the step's kernels, so that
+/// no allocation node sits between two of them in a capture): contiguous, of `dtype`, on a
+/// 16-byte boundary, of `len` elements (`at_least`: `len` or more).
+fn given(op: &str, what: &str, t: &Tensor, dtype: DType, len: usize, at_least: bool) -> Result<()> {
+    let size_ok = if at_least { t.elem_count() >= len } else { t.elem_count() == len };
+    if t.dtype() != dtype || !size_ok || device_address(t)? % 16 != 0 {
         candle_core::bail!(
-            "{op}: the output must be a contiguous {dtype:?} tensor of {len} elements on a 16-byte boundary (got {:?} {:?})",
+            "{op}: the {what} must be a contiguous {dtype:?} tensor of {}{len} elements on a 16-byte boundary (got {:?} {:?})",
+            if at_least { "at least " } else { "" },
             t.dtype(),
             t.shape()
         );
     }
     Ok(())
+}
+
+/// An output the caller allocated ([`given`]), of exactly `len` elements: the kernel writes
+/// every one of them.
+fn written_in_full(op: &str, t: &Tensor, dtype: DType, len: usize) -> Result<()> {
+    given(op, "output", t, dtype, len, false)
 }
 
 /// Elements of the f32 scratch `attention` needs for these sizes (its partial results per
@@ -281,12 +289,7 @@ pub(crate) fn attention(
     let part_len = b * nq * t * nsplit * (dim + 4);
     let (part, out) = match into {
         Some(i) => {
-            if i.scratch.dtype() != DType::F32
-                || i.scratch.elem_count() < part_len
-                || device_address(i.scratch)? % 16 != 0
-            {
-                candle_core::bail!("attention: the scratch must be a contiguous f32 tensor of at least {part_len} elements on a 16-byte boundary");
-            }
+            given("attention", "scratch", i.scratch, DType::F32, part_len, true)?;
             written_in_full("attention", i.out, q.dtype(), b * t * nq * dim)?;
             (i.scratch.clone(), i.out.reshape((b, t, nq * dim))?)
         }

@@ -371,7 +371,6 @@ unsafe fn node_info(node: sys::CUgraphNode) -> R<NodeInfo> {
     })
 }
 
-/// Dependency edges as (from, to) node indices.
 /// The graph's edges as (from, to) indices, and which of them are programmatic
 /// (`CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC`: programmatic dependent launch's, between two
 /// kernel nodes).
