@@ -1021,7 +1021,7 @@ __device__ void gemv_body(const typename E::T* x, const typename E::T* W, u32 M,
     // of the norm weight is loaded now, before the wait (a weight), and its word of x stays in
     // a register from the sum of squares to f(x). The sums, their order and f(x)'s rounding are
     // the general path's below; what goes is a second read of x and the norm weight's round
-    // trip after the sums (issue #32, run 55: batch 1 at position 64 1.3% faster).
+    // trip after the sums (issue #32, runs 55 and 57: the step at batch 1, position 64, 2% faster).
     const bool held = mode == 1 && !(DIAG & 1) && !XG && K <= nt * EL;
     const u32 hk = tid * EL;
     uint4 nw_h = make_uint4(0, 0, 0, 0);
