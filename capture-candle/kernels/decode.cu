@@ -1021,7 +1021,8 @@ __device__ void gemv_body(const typename E::T* x, const typename E::T* W, u32 M,
     // of the norm weight is loaded now, before the wait (a weight), and its word of x stays in
     // a register from the sum of squares to f(x). The sums, their order and f(x)'s rounding are
     // the general path's below; what goes is a second read of x and the norm weight's round
-    // trip after the sums (issue #32, runs 55 and 57: the step at batch 1, position 64, 2% faster).
+    // trip after the sums (issue #32, runs 55 and 57: the step at batch 1, position 64, 2%
+    // faster).
     const bool held = mode == 1 && !(DIAG & 1) && !XG && K <= nt * EL;
     const u32 hk = tid * EL;
     uint4 nw_h = make_uint4(0, 0, 0, 0);
@@ -1237,9 +1238,10 @@ __device__ void gemv(const typename E::T* x, const typename E::T* W, u32 M, u32 
 // the norm weight to shared memory and forms f(x) there in place, rounded to the element type
 // as the GEMV's staging rounds it. One warp takes a row of x: it loads the row, stores it and
 // sums its squares in one pass (lane l adds words l, l + 32, ...), so a single barrier
-// separates the loads from f(x) (issue #32, runs 54-55: the step at 4 and 8 rows of x 1.2-2.2% faster
-// than with a pass over shared memory for the sums and a barrier each). Without PDL, x's loads
-// are issued first, then the block's first two rounds of weight loads, then the norm weight's;
+// separates the loads from f(x) (issue #32, runs 54 and 55: the step at 4 and 8 rows of x
+// 1.2-2.2% faster than with a pass over shared memory for the sums and a barrier each).
+// Without PDL, x's loads are issued first, then the block's first two rounds of weight loads,
+// then the norm weight's;
 // under PDL the weights and the norm weight come before the wait, then x. Staged rows are
 // padded by 64 bytes, so a quarter-warp's 16-byte reads hit distinct banks.
 //
