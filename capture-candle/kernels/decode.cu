@@ -1236,14 +1236,17 @@ __device__ void gemv(const typename E::T* x, const typename E::T* W, u32 M, u32 
 //
 // Mode 0 reads x where it is, through L1 (the weights bypass it). Mode 1 (STAGE) copies x and
 // the norm weight to shared memory and forms f(x) there in place, rounded to the element type
-// as the GEMV's staging rounds it. One warp takes a row of x: it loads the row, stores it and
-// sums its squares in one pass (lane l adds words l, l + 32, ...), so a single barrier
-// separates the loads from f(x) (issue #32, runs 54 and 55: the step at 4 and 8 rows of x
-// 1.2-2.2% faster than with a pass over shared memory for the sums and a barrier each).
-// Without PDL, x's loads are issued first, then the block's first two rounds of weight loads,
-// then the norm weight's;
-// under PDL the weights and the norm weight come before the wait, then x. Staged rows are
-// padded by 64 bytes, so a quarter-warp's 16-byte reads hit distinct banks.
+// as the GEMV's staging rounds it; the sums of squares are added in the same order either way:
+// - under PDL (decode_pdl.ptx), the first weights and the norm weight are loaded before the
+//   wait; then one warp takes a row of x: it loads the row, stores it and sums its squares in
+//   one pass (lane l adds words l, l + 32, ...), and a single barrier separates the loads from
+//   f(x) (issue #32, runs 54, 55 and 64: the step at 4 and 8 rows of x 1.2-2.2% faster than
+//   the staging below, under PDL);
+// - without PDL (decode.ptx), every thread loads words of x and the norm weight, 8 in flight,
+//   then issues its first weights; the sums come from shared memory after a barrier. Without
+//   PDL this is the faster of the two (run 63: batch 4 at position 64, 1.192-1.195 ms against
+//   1.218-1.230 with the warp-a-row staging).
+// Staged rows are padded by 64 bytes, so a quarter-warp's 16-byte reads hit distinct banks.
 //
 // Dynamic shared memory: (STAGE) (8 * NT + 1) * (K / 8 + MMV_PAD) * 16 bytes, then warps * TA *
 // 16 * (8 * NT + 1) * 4 bytes (the warps' sums). Blocks of 256 or 512 threads; ks divides the
@@ -1338,26 +1341,22 @@ __device__ void mmv(const typename E::T* x, const typename E::T* W, u32 M, u32 N
 #else
     constexpr bool PDL = false;
 #endif
-    // STAGE: the norm weight to shared memory (row 8 * NT); a weight, so under PDL before the
-    // wait, with the first weights in flight.
-    const u32 words = K / 8, nrow = 8 * NT;
-    uint4* const nws = xs + nrow * xstride;
-    auto stage_nw = [&]() {
-        for (u32 q = tid; q < words; q += nthreads) nws[q] = mmv_ldx(nw + q * 8, true);
-    };
+    // STAGE under PDL: the norm weight to shared memory (row 8 * NT) before the wait (a weight),
+    // with the first weights in flight.
+    const u32 words = K / 8;
     if (PDL) {
         if ((pdl_mode() & 3) == 0) pdl_trigger();
         preload();
-        if (STAGE) stage_nw();
+        if (STAGE)
+            for (u32 q = tid; q < words; q += nthreads) xs[8 * NT * xstride + q] = mmv_ldx(nw + q * 8, true);
         pdl_wait();
     }
     if (!STAGE && !PDL) preload();
-    if (STAGE) {
+    if (STAGE && PDL) {
         // One warp a row of x: its words to shared memory as they are and its sum of squares
-        // in registers (lane l adds words l, l + 32, ..., the order the norm has always used),
-        // then the row's 1 / rms; rows past M zero. 8 loads a lane in flight.
-        bool pre_done = PDL;
-        for (u32 m = warp; m < nrow; m += nwarps) {
+        // in registers (lane l adds words l, l + 32, ..., the order of the path below), then
+        // the row's 1 / rms; rows past M zero. 8 loads a lane in flight.
+        for (u32 m = warp; m < 8 * NT; m += nwarps) {
             const bool on = m < M;
             float ss = 0.f;
             for (u32 base = lane; base < words; base += 32 * 8) {
@@ -1366,10 +1365,6 @@ __device__ void mmv(const typename E::T* x, const typename E::T* W, u32 M, u32 N
                 for (u32 j = 0; j < 8; ++j) {
                     const u32 q = base + 32 * j;
                     v[j] = mmv_ldx(x + (u64)m * K + q * 8, on && q < words);
-                }
-                if (!pre_done) {
-                    preload();
-                    pre_done = true;
                 }
 #pragma unroll
                 for (u32 j = 0; j < 8; ++j) {
@@ -1386,8 +1381,6 @@ __device__ void mmv(const typename E::T* x, const typename E::T* W, u32 M, u32 N
             ss = warp_sum(ss);
             if (lane == 0) inv_s[m] = rsqrtf(ss / K + eps);
         }
-        if (!pre_done) preload();  // warps with no row
-        if (!PDL) stage_nw();
         __syncthreads();
         // f(x) in place, each warp over the rows it loaded.
         for (u32 m = warp; m < M; m += nwarps) {
@@ -1395,11 +1388,56 @@ __device__ void mmv(const typename E::T* x, const typename E::T* W, u32 M, u32 N
             for (u32 q = lane; q < words; q += 32) {
                 float v[8], gv[8];
                 Pack<E>::unpack(xs[m * xstride + q], v);
-                Pack<E>::unpack(nws[q], gv);
+                Pack<E>::unpack(xs[8 * NT * xstride + q], gv);
 #pragma unroll
                 for (u32 j = 0; j < 8; ++j) v[j] = v[j] * inv * gv[j];
                 xs[m * xstride + q] = pack16<E>(v);
             }
+        }
+    }
+    if (STAGE && !PDL) {
+        // Without PDL: every thread loads words of x and of the norm weight (row 8 * NT), 8 in
+        // flight, then issues its first weights; the sums are taken from shared memory (see
+        // above for why the two launches stage differently).
+        const u32 total = (8 * NT + 1) * words;
+        for (u32 base = tid; base < total; base += 8 * nthreads) {
+            uint4 v[8];
+#pragma unroll
+            for (u32 j = 0; j < 8; ++j) {
+                const u32 i = base + j * nthreads, m = i / words, q = i % words;
+                const bool w = m == 8 * NT;
+                v[j] = mmv_ldx(w ? nw + q * 8 : x + (u64)m * K + q * 8, i < total && (w || m < M));
+            }
+            if (base == tid) preload();
+#pragma unroll
+            for (u32 j = 0; j < 8; ++j) {
+                const u32 i = base + j * nthreads;
+                if (i < total) xs[(i / words) * xstride + i % words] = v[j];
+            }
+        }
+        if (tid >= total) preload();  // threads that had no word to load
+        __syncthreads();
+        for (u32 m = warp; m < M; m += nwarps) {
+            float ss = 0.f;
+            for (u32 q = lane; q < words; q += 32) {
+                float v[8];
+                Pack<E>::unpack(xs[m * xstride + q], v);
+#pragma unroll
+                for (u32 j = 0; j < 8; ++j) ss += v[j] * v[j];
+            }
+            ss = warp_sum(ss);
+            if (lane == 0) inv_s[m] = rsqrtf(ss / K + eps);
+        }
+        __syncthreads();
+        for (u32 i = tid; i < M * words; i += nthreads) {
+            const u32 m = i / words, q = i % words;
+            float v[8], gv[8];
+            Pack<E>::unpack(xs[m * xstride + q], v);
+            Pack<E>::unpack(xs[8 * NT * xstride + q], gv);
+            const float inv = inv_s[m];
+#pragma unroll
+            for (u32 j = 0; j < 8; ++j) v[j] = v[j] * inv * gv[j];
+            xs[m * xstride + q] = pack16<E>(v);
         }
     }
     __syncthreads();
