@@ -957,6 +957,21 @@ static __device__ __forceinline__ typename E::T product_out(float s, float su, b
 
 // XG (mode 0 only): the products read x where it is (through L1, which the weight loads
 // bypass), not staged: no staging round and no block barrier.
+// The norm's 1 / rms over a row that the block's threads hold in parts (each thread's sum of
+// squares `ss`): the warps' sums, then theirs in warp order, in `red` (a float a warp); every
+// thread gets it. Two barriers: `red` is free again when it returns.
+static __device__ __forceinline__ float block_inv_rms(float ss, float* red, u32 warp, u32 lane, u32 nwarps, u32 K,
+                                                      float eps) {
+    ss = warp_sum(ss);
+    if (lane == 0) red[warp] = ss;
+    __syncthreads();
+    float tot = 0.f;
+    for (u32 i = 0; i < nwarps; ++i) tot += red[i];
+    const float inv = rsqrtf(tot / K + eps);
+    __syncthreads();
+    return inv;
+}
+
 template <typename E, bool GLU, u32 DIAG, bool XG>
 __device__ void gemv_body(const typename E::T* x, const typename E::T* W, u32 M, u32 N, u32 K, u32 mode,
                           const typename E::T* nw, float eps, const typename E::T* residual, typename E::T* y, u32 ks,
@@ -1039,13 +1054,7 @@ __device__ void gemv_body(const typename E::T* x, const typename E::T* W, u32 M,
 #pragma unroll
             for (u32 j = 0; j < EL; ++j) ss += v[j] * v[j];
         }
-        ss = warp_sum(ss);
-        if (lane == 0) red[warp] = ss;
-        __syncthreads();
-        float tot = 0.f;
-        for (u32 i = 0; i < nwarps; ++i) tot += red[i];
-        const float inv = rsqrtf(tot / K + eps);
-        __syncthreads();
+        const float inv = block_inv_rms(ss, red, warp, lane, nwarps, K, eps);
         if (hk < K) {
             float v[EL], g[EL];
             Pack<E>::unpack(xw, v);
@@ -1067,13 +1076,7 @@ __device__ void gemv_body(const typename E::T* x, const typename E::T* W, u32 M,
 #pragma unroll
                 for (u32 j = 0; j < EL; ++j) ss += v[j] * v[j];
             }
-            ss = warp_sum(ss);
-            if (lane == 0) red[warp] = ss;
-            __syncthreads();
-            float tot = 0.f;
-            for (u32 i = 0; i < nwarps; ++i) tot += red[i];
-            inv = rsqrtf(tot / K + eps);
-            __syncthreads();
+            inv = block_inv_rms(ss, red, warp, lane, nwarps, K, eps);
         }
 #pragma unroll 2
         for (u32 k = tid * EL; k < K; k += nt * EL) {
