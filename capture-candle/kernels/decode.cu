@@ -955,8 +955,6 @@ static __device__ __forceinline__ typename E::T product_out(float s, float su, b
     return v;
 }
 
-// XG (mode 0 only): the products read x where it is (through L1, which the weight loads
-// bypass), not staged: no staging round and no block barrier.
 // The norm's 1 / rms over a row that the block's threads hold in parts (each thread's sum of
 // squares `ss`): the warps' sums, then theirs in warp order, in `red` (a float a warp); every
 // thread gets it. Two barriers: `red` is free again when it returns.
@@ -972,6 +970,8 @@ static __device__ __forceinline__ float block_inv_rms(float ss, float* red, u32 
     return inv;
 }
 
+// XG (mode 0 only): the products read x where it is (through L1, which the weight loads
+// bypass), not staged: no staging round and no block barrier.
 template <typename E, bool GLU, u32 DIAG, bool XG>
 __device__ void gemv_body(const typename E::T* x, const typename E::T* W, u32 M, u32 N, u32 K, u32 mode,
                           const typename E::T* nw, float eps, const typename E::T* residual, typename E::T* y, u32 ks,
@@ -1064,7 +1064,7 @@ __device__ void gemv_body(const typename E::T* x, const typename E::T* W, u32 M,
             *reinterpret_cast<uint4*>(xs + (u64)m * K + hk) = pack16<E>(v);
         }
     }
-    // Staging f(x), 16 bytes a thread a round (mode 0 reads x where it is: no staging).
+    // Staging f(x), 16 bytes a thread a round (with XG, mode 0 reads x where it is: no staging).
     for (u32 m = 0; m < M && !(DIAG & 1) && !XG && !held; ++m) {
         float inv = 1.f;
         if (mode == 1) {
@@ -1338,7 +1338,8 @@ __device__ void mmv(const typename E::T* x, const typename E::T* W, u32 M, u32 N
     };
     if (amax && tid < MMV_MAX_M) bmax[tid] = 0;
     // PDL (decode_pdl.ptx): the successor may launch now; the first weights are issued, then
-    // the block waits for its predecessor before it reads x, the residual or writes anything.
+    // the block waits for its predecessor before it reads x or the residual, or writes to global
+    // memory (STAGE: the norm weight goes to shared memory before the wait).
 #if defined(DECODE_PDL)
     constexpr bool PDL = true;
 #else
