@@ -938,6 +938,27 @@ static __device__ __forceinline__ uint4 ld_weight(const void* p) {
     return v;
 }
 
+// The norm's two steps on a 16-byte word of x: its squares added to `ss` in element order, and
+// f(x) = x * inv * g rounded to the element type. The held gemv norm and mmv's staging under
+// PDL use them; the older paths spell the same operations out (a change to those alters their
+// PTX's instruction order, so it waits for a GPU run).
+template <typename E>
+static __device__ __forceinline__ void add_squares(const uint4 xw, float& ss) {
+    float v[Pack<E>::EL];
+    Pack<E>::unpack(xw, v);
+#pragma unroll
+    for (u32 j = 0; j < Pack<E>::EL; ++j) ss += v[j] * v[j];
+}
+template <typename E>
+static __device__ __forceinline__ uint4 normed(const uint4 xw, const uint4 gw, float inv) {
+    float v[Pack<E>::EL], g[Pack<E>::EL];
+    Pack<E>::unpack(xw, v);
+    Pack<E>::unpack(gw, g);
+#pragma unroll
+    for (u32 j = 0; j < Pack<E>::EL; ++j) v[j] = v[j] * inv * g[j];
+    return pack16<E>(v);
+}
+
 // One output as the products write it (gemv and mmv): the sum rounded to the element type
 // (GLU: the gate's and the up's sums, each rounded, then silu(gate) * up, rounded), plus the
 // residual when there is one, rounded again.
@@ -1049,20 +1070,10 @@ __device__ void gemv_body(const typename E::T* x, const typename E::T* W, u32 M,
         uint4 xw = make_uint4(0, 0, 0, 0);
         if (hk < K) {
             xw = *reinterpret_cast<const uint4*>(x + (u64)m * K + hk);
-            float v[EL];
-            Pack<E>::unpack(xw, v);
-#pragma unroll
-            for (u32 j = 0; j < EL; ++j) ss += v[j] * v[j];
+            add_squares<E>(xw, ss);
         }
         const float inv = block_inv_rms(ss, red, warp, lane, nwarps, K, eps);
-        if (hk < K) {
-            float v[EL], g[EL];
-            Pack<E>::unpack(xw, v);
-            Pack<E>::unpack(nw_h, g);
-#pragma unroll
-            for (u32 j = 0; j < EL; ++j) v[j] = v[j] * inv * g[j];
-            *reinterpret_cast<uint4*>(xs + (u64)m * K + hk) = pack16<E>(v);
-        }
+        if (hk < K) *reinterpret_cast<uint4*>(xs + (u64)m * K + hk) = normed<E>(xw, nw_h, inv);
     }
     // Staging f(x), 16 bytes a thread a round (with XG, mode 0 reads x where it is: no staging).
     for (u32 m = 0; m < M && !(DIAG & 1) && !XG && !held; ++m) {
@@ -1375,10 +1386,7 @@ __device__ void mmv(const typename E::T* x, const typename E::T* W, u32 M, u32 N
                     const u32 q = base + 32 * j;
                     if (q < words) {
                         xs[m * xstride + q] = v[j];
-                        float f[8];
-                        Pack<E>::unpack(v[j], f);
-#pragma unroll
-                        for (u32 i = 0; i < 8; ++i) ss += f[i] * f[i];
+                        add_squares<E>(v[j], ss);
                     }
                 }
             }
