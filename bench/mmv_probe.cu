@@ -30,10 +30,16 @@
 #include <cuda_runtime.h>
 #include <cublas_v2.h>
 
+// The crate instantiates NT = 1 (mmv1*); the probe adds 2 and 4 (9 to 16 and 17 to 32 rows),
+// with PROBE_CH 32-column chunks a round of weight loads (decode.cu's CH; default 2, as NT = 1
+// has it; 1 halves the weight registers, which NT = 4 spills at 2).
+#ifndef PROBE_CH
+#define PROBE_CH 2
+#endif
+#define MMV_WIDE_CH PROBE_CH
 #include "../capture-candle/kernels/decode.cu"
 #include "probe_host.cuh"
 
-// The crate instantiates NT = 1 (mmv1*); the probe adds 2 and 4 (9 to 16 and 17 to 32 rows).
 #define PROBE_MMV(E, SUF, NT)                                                                                \
     __global__ void __launch_bounds__(MMV_WARPS_MAX * 32, 1) mmv##NT##_##SUF(                                 \
         const E::T* x, const E::T* W, u32 M, u32 N, u32 K, u32 mode, const E::T* nw, float eps,              \
@@ -155,12 +161,15 @@ static void to_f16(const u16* a, u16* b, u64 n) {
 int main(int argc, char** argv) {
     setvbuf(stdout, nullptr, _IOLBF, 0);
     // check: the correctness pass alone; timing: the timings alone; sweep-all (with either
-    // or neither): every swept launch's time, not only the best.
-    bool check_only = false, timing_only = false, sweep_all = false;
+    // or neither): every swept launch's time, not only the best; wide: the timings at 16 and 32
+    // rows alone.
+    bool check_only = false, timing_only = false, sweep_all = false, wide_only = false;
     for (int a = 1; a < argc; ++a) {
         check_only |= !strcmp(argv[a], "check");
+        timing_only |= !strcmp(argv[a], "wide");
         timing_only |= !strcmp(argv[a], "timing");
         sweep_all |= !strcmp(argv[a], "sweep-all");
+        wide_only |= !strcmp(argv[a], "wide");
     }
     probe_device();
     const u64 layer_el = 3072ull * 2048 + 2048ull * 2048 + 16384ull * 2048 + 2048ull * 8192;
@@ -285,7 +294,9 @@ int main(int argc, char** argv) {
         if (sh.N > 20000) return B.W + (u64)i * 128256 * 2048;
         return B.W + (u64)i * layer_el + off[si < 4 ? si : 3];
     };
-    const std::vector<u32> timed_m = timing_only ? std::vector<u32>{3, 8} : std::vector<u32>{3, 8, 16, 32};
+    const std::vector<u32> timed_m = wide_only     ? std::vector<u32>{16, 32}
+                                     : timing_only ? std::vector<u32>{3, 8}
+                                                   : std::vector<u32>{3, 8, 16, 32};
     Cfg best_of[5][33];  // the sweep's best launch per shape and M
     for (int si = 0; si < 5; ++si) {
         const Shape& sh = shapes[si];

@@ -1275,13 +1275,17 @@ __device__ void gemv(const typename E::T* x, const typename E::T* W, u32 M, u32 
 static __device__ __forceinline__ uint4 mmv_ldx(const void* p, bool ok) {
     return ok ? ld_x(reinterpret_cast<const uint4*>(p)) : make_uint4(0, 0, 0, 0);
 }
+// 32-column chunks a round of weight loads at NT = 2 and 4 (the probe's PROBE_CH; NT = 1 takes 2).
+#ifndef MMV_WIDE_CH
+#define MMV_WIDE_CH 2
+#endif
 template <typename E, u32 NT, bool GLU, bool STAGE>
 __device__ void mmv(const typename E::T* x, const typename E::T* W, u32 M, u32 N, u32 K, u32 mode,
                     const typename E::T* nw, float eps, const typename E::T* residual, typename E::T* y, u32 ks,
                     unsigned long long* amax) {
     typedef typename E::T T;
     constexpr u32 TA = GLU ? 2 : 1;
-    constexpr u32 CH = 2;  // 32-column chunks a round
+    constexpr u32 CH = NT == 1 ? 2 : MMV_WIDE_CH;  // 32-column chunks a round
     constexpr u32 PW = 8 * NT + 1;
     extern __shared__ uint4 mmv_dyn[];  // STAGE: f(x) [8 * NT][K / 8 + MMV_PAD], nw [K / 8 + MMV_PAD]; the sums
     __shared__ float inv_s[MMV_MAX_M];
