@@ -62,17 +62,7 @@ static void note(cudaError_t e) {
 
 template <typename F, typename... A>
 static void launch(bool pdl, F f, u32 grid, u32 threads, u32 smem, A... args) {
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3(grid);
-    cfg.blockDim = dim3(threads);
-    cfg.dynamicSmemBytes = smem;
-    cfg.stream = g_s;
-    cudaLaunchAttribute at[1];
-    at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    at[0].val.programmaticStreamSerializationAllowed = 1;
-    cfg.attrs = pdl ? at : nullptr;
-    cfg.numAttrs = pdl ? 1 : 0;
-    note(cudaLaunchKernelEx(&cfg, f, args...));
+    note(launch_ex(pdl, f, grid, threads, smem, args...));
 }
 
 // Programmatic edges in a capture of `body`; -1 (the error printed) where a call in it, or the

@@ -61,6 +61,23 @@ static float f16_round(float v) {
     const float scale = ldexpf(1.f, bits - e);
     return nearbyintf(v * scale) / scale;
 }
+// Launches `f` on g_s (cudaLaunchKernelEx), with the programmatic-stream-serialization
+// attribute when `pdl`: the kernel may start while its predecessor on the stream drains, and
+// in a capture the edge from that predecessor is a programmatic one. Returns the launch's error.
+template <typename F, typename... A>
+static cudaError_t launch_ex(bool pdl, F f, u32 grid, u32 threads, u32 smem, A... args) {
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3(grid);
+    cfg.blockDim = dim3(threads);
+    cfg.dynamicSmemBytes = smem;
+    cfg.stream = g_s;
+    cudaLaunchAttribute at[1];
+    at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    at[0].val.programmaticStreamSerializationAllowed = 1;
+    cfg.attrs = pdl ? at : nullptr;
+    cfg.numAttrs = pdl ? 1 : 0;
+    return cudaLaunchKernelEx(&cfg, f, args...);
+}
 struct Timing { double med, lo, hi; };
 // Captures `nodes` launches (launch(i) enqueues node i on g_s), replays 3 + 7 x 30 times;
 // microseconds per node.

@@ -62,16 +62,7 @@ __global__ void __launch_bounds__(256) stream_read(const uint4* __restrict__ p, 
 }
 
 static void launch(bool pdl, u32 grid, const uint4* p, u64 n, int mode, u32* sink) {
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3(grid);
-    cfg.blockDim = dim3(256);
-    cfg.stream = g_s;
-    cudaLaunchAttribute at[1];
-    at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    at[0].val.programmaticStreamSerializationAllowed = 1;
-    cfg.attrs = pdl ? at : nullptr;
-    cfg.numAttrs = pdl ? 1 : 0;
-    CK(cudaLaunchKernelEx(&cfg, stream_read, p, n, mode, sink));
+    CK(launch_ex(pdl, stream_read, grid, 256, 0, p, n, mode, sink));
 }
 
 int main() {
