@@ -18,6 +18,8 @@
 //            freely (no data dependency), so boundaries cost only what the launch does;
 //   layers alone: plain and pdl-dep over the 16 layers' 64 matrices, in µs a layer (the unit
 //            of bench/pdl_gemv_probe.cu, which times the step's own GEMVs over the same shapes).
+// `one` is swept over 2, 4 and 8 blocks a multiprocessor; the 65-kernel paths run at the best
+// of those and twice it; `layers alone` at 2 and 4.
 // What it bounds: a step whose products are graph nodes cannot stream its weights faster than
 // `pdl-dep` (whatever the product's arithmetic), and no design can read them faster than `one`.
 //
