@@ -894,9 +894,13 @@ static __device__ __forceinline__ uint4 ld_x(const uint4* q) {
 }
 #define GEMV_MAX_THREADS 512
 #define GEMV_MAX_WARPS (GEMV_MAX_THREADS / 32)
+#ifndef GEMV_MIN_BLOCKS  // probes may set it and GEMV_L (bench/pdl_gemv_probe.cu); the crate's PTX uses these
 #define GEMV_MIN_BLOCKS 2
+#endif
 #define GEMV_MAX_M 2
+#ifndef GEMV_L
 #define GEMV_L 4
+#endif
 
 template <typename E> struct Pack;
 template <> struct Pack<F32> {
