@@ -17,7 +17,10 @@
 //   pdl-free 65 kernels, programmatic launch, the wait at the block's end: the kernels overlap
 //            freely (no data dependency), so boundaries cost only what the launch does;
 //   layers alone: plain and pdl-dep over the 16 layers' 64 matrices, in µs a layer (the unit
-//            of bench/pdl_gemv_probe.cu, which times the step's own GEMVs over the same shapes).
+//            of bench/pdl_gemv_probe.cu, which times the step's own GEMVs over the same shapes);
+//            and pdl-dep + x: as pdl-dep, but each kernel reads a 4 KB vector its predecessor
+//            wrote before it folds in its first loads, and writes one for its successor (a
+//            product's data dependency, with the product's arithmetic still left out).
 // `one` is swept over 2, 4 and 8 blocks a multiprocessor; the 65-kernel paths run at the best
 // of those and twice it; `layers alone` at 2 and 4.
 // What it bounds: a step whose products are graph nodes cannot stream its weights faster than
@@ -35,8 +38,11 @@ static __device__ __forceinline__ void xor_in(uint4& a, const uint4& v) {
     a.z ^= v.z;
     a.w ^= v.w;
 }
-// mode 0: plain; 1: PDL, wait after the first loads; 2: PDL, wait at the end.
-__global__ void __launch_bounds__(256) stream_read(const uint4* __restrict__ p, u64 n, int mode, u32* sink) {
+// mode 0: plain; 1: PDL, wait after the first loads; 2: PDL, wait at the end; 3: as 1, then
+// each thread reads a word of `xin` (4 KB its predecessor wrote) before it folds in its first
+// loads, and block 0 writes 4 KB to `xout` at its end: a product's dependency on its input.
+__global__ void __launch_bounds__(256) stream_read(const uint4* __restrict__ p, u64 n, int mode, u32* sink,
+                                                   const uint4* xin, uint4* xout) {
     const u64 stride = (u64)gridDim.x * blockDim.x;
     u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -46,8 +52,9 @@ __global__ void __launch_bounds__(256) stream_read(const uint4* __restrict__ p, 
 #pragma unroll
     for (u32 j = 0; j < 8; ++j) v[j] = i + j * stride < n ? __ldg(p + i + j * stride) : make_uint4(0, 0, 0, 0);
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    if (mode == 1) asm volatile("griddepcontrol.wait;" ::: "memory");
+    if (mode == 1 || mode == 3) asm volatile("griddepcontrol.wait;" ::: "memory");
 #endif
+    if (mode == 3) acc = __ldcg(xin + threadIdx.x % 256);
 #pragma unroll
     for (u32 j = 0; j < 8; ++j) xor_in(acc, v[j]);
     for (i += 8 * stride; i < n; i += 8 * stride) {
@@ -61,10 +68,17 @@ __global__ void __launch_bounds__(256) stream_read(const uint4* __restrict__ p, 
 #endif
     // Never true for the fill below in practice; it keeps the loads.
     if ((acc.x & acc.y & acc.z & acc.w) == 0xffffffffu) sink[blockIdx.x % 64] = acc.x;
+    if (mode == 3 && blockIdx.x == 0) xout[threadIdx.x] = acc;
 }
 
+// Ping-pong input/output vectors for mode 3 (4 KB each).
+static uint4* g_xv[2];
+static int g_xi = 0;
 static void launch(bool pdl, u32 grid, const uint4* p, u64 n, int mode, u32* sink) {
-    CK(launch_ex(pdl, stream_read, grid, 256, 0, p, n, mode, sink));
+    const uint4* xin = g_xv[g_xi];
+    uint4* xout = g_xv[g_xi ^ 1];
+    g_xi ^= 1;
+    CK(launch_ex(pdl, stream_read, grid, 256, 0, p, n, mode, sink, xin, xout));
 }
 
 int main() {
@@ -92,6 +106,10 @@ int main() {
     fill(all, total * 8, ++seed, -0.05f, 0.05f);
     u32* sink;
     CK(cudaMalloc(&sink, 64 * 4));
+    for (auto& x : g_xv) {
+        CK(cudaMalloc(&x, 256 * 16));
+        CK(cudaMemset(x, 0, 256 * 16));
+    }
     CK(cudaStreamSynchronize(g_s));
     const double gb = total * 16 / 1e9;
     printf("the step's weights: %zu matrices, %.3f GB\n", mats.size(), gb);
@@ -127,12 +145,13 @@ int main() {
         // The 16 layers alone (64 kernels, no LM head), µs a layer: bench/pdl_gemv_probe.cu's
         // unit for the step's own GEMVs.
         for (u32 per_sm : {2u, 4u})
-            for (int mode : {0, 1}) {
+            for (int mode : {0, 1, 3}) {
                 const Timing t = time_graph(1, [&](int) {
                     for (size_t i = 0; i + 1 < mats.size(); ++i)
                         launch(mode && i > 0, g_sms * per_sm, mats[i].first, mats[i].second, mode, sink);
                 });
-                printf("| layers alone, %s | %u | %.2f µs a layer | %.2f–%.2f | %.0f |\n", mode ? "pdl-dep" : "plain", per_sm,
+                printf("| layers alone, %s | %u | %.2f µs a layer | %.2f–%.2f | %.0f |\n",
+                       mode == 3 ? "pdl-dep + x" : mode ? "pdl-dep" : "plain", per_sm,
                        t.med / L, t.lo / L, t.hi / L, (gb - (double)V * H * 2 / 1e9) * 1e6 / t.med);
             }
     }
