@@ -1225,11 +1225,23 @@ __device__ void gemv_body(const typename E::T* x, const typename E::T* W, u32 M,
 // it as the other cases do). Measured on an H100 (bench/gemv_probe.cu, run 7): in place is
 // faster for the output and down projections (ks 2), slower for a plain 3072-row product at
 // ks 1 (7.36 against 6.76 us). The GLU kernel always stages (it runs after a norm).
+// Under PDL (decode_pdl.ptx) a row of K >= GEMV_XG_MAX_K elements is staged as well: there
+// each block's first reads of x wait behind the weight loads it issued before its wait, once
+// per 128 bytes of x through L1, where the staging pays one round and a barrier. Measured on
+// an H100 (bench/stream_gemv_probe.cu, run 83; 16 launches of one product under PDL, µs a
+// launch): the down projection (K 8,192) 13.50 in place, 12.57 staged; the output projection
+// (K 2,048) 4.00 in place, 4.58 staged. Only these two widths were measured.
+#if defined(DECODE_PDL)
+#define GEMV_XG_MAX_K 4096
+#define GEMV_XG_WIDTH(K) ((K) < GEMV_XG_MAX_K)
+#else
+#define GEMV_XG_WIDTH(K) true
+#endif
 template <typename E, bool GLU = false, u32 DIAG = 0>
 __device__ void gemv(const typename E::T* x, const typename E::T* W, u32 M, u32 N, u32 K, u32 mode,
                      const typename E::T* nw, float eps, const typename E::T* residual, typename E::T* y, u32 ks,
                      unsigned long long* amax) {
-    if (!GLU && mode == 0 && ks > 1 && !(DIAG & 8))
+    if (!GLU && mode == 0 && ks > 1 && GEMV_XG_WIDTH(K) && !(DIAG & 8))
         gemv_body<E, GLU, DIAG, true>(x, W, M, N, K, mode, nw, eps, residual, y, ks, amax);
     else
         gemv_body<E, GLU, DIAG, false>(x, W, M, N, K, mode, nw, eps, residual, y, ks, amax);
