@@ -74,6 +74,85 @@ static __device__ __forceinline__ void mb_wait(u64* b, u32 parity) {
     } while (!ok);
 }
 
+// After the wait (sgemv and agemv): the block's residuals (outputs n0 .. n1, the first SG_RES)
+// into rs, and f(x) into xs: mode 1 RMSNorm as the GEMV's held path forms it (nw_h: this
+// thread's word of the norm weight, loaded before the wait), mode 0 a copy.
+static __device__ __forceinline__ void sg_stage_in(const u16* x, u32 K, u32 mode, uint4 nw_h, float eps,
+                                                   const u16* residual, u32 n0, u32 n1, float* rs, float* red,
+                                                   u16* xs) {
+    const u32 tid = threadIdx.x, hk = tid * 8;
+    if (residual)
+        for (u32 i = tid; i < n1 - n0 && i < SG_RES; i += SG_THREADS) rs[i] = BF16::ld(residual, n0 + i);
+    if (mode == 1) {
+        float ss = 0.f;
+        uint4 xw = make_uint4(0, 0, 0, 0);
+        if (hk < K) {
+            xw = *reinterpret_cast<const uint4*>(x + hk);
+            add_squares<BF16>(xw, ss);
+        }
+        const float inv = block_inv_rms(ss, red, tid / 32, tid % 32, SG_WARPS, K, eps);
+        if (hk < K) *reinterpret_cast<uint4*>(xs + hk) = normed<BF16>(xw, nw_h, inv);
+    } else {
+        for (u32 k = hk; k < K; k += SG_THREADS * 8)
+            *reinterpret_cast<uint4*>(xs + k) = *reinterpret_cast<const uint4*>(x + k);
+    }
+}
+
+// A stage's products (sgemv and agemv): `units` 1 KB slices (r rows of C columns a part, upr
+// slices a row, the up part's after the gate part's), one a warp at a time, each slice's sum
+// across the warp into pp; DRY: an XOR of the weights' bits instead of the products.
+template <bool DRY>
+static __device__ __forceinline__ void sg_slices(const unsigned char* st, const u16* xs, u32 units, u32 r, u32 upr,
+                                                 u32 C, u32 c, float* pp) {
+    const u32 warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    for (u32 u = warp; u < units; u += SG_WARPS) {
+        const u32 pu = u / (r * upr), ur = u % (r * upr), j = ur / upr, q = ur % upr;
+        const u16* wrow = reinterpret_cast<const u16*>(st + pu * (SG_STAGE / 2)) + (u64)j * C + q * SG_UNIT;
+        const u16* xrow = xs + c * C + q * SG_UNIT;
+        float s = 0.f;
+#pragma unroll
+        for (u32 h = 0; h < 2; ++h) {
+            const uint4 wv = *reinterpret_cast<const uint4*>(wrow + h * 256 + lane * 8);
+            if (DRY) {
+                s += __uint_as_float((wv.x ^ wv.y ^ wv.z ^ wv.w) & 0x3f7fffffu);
+                continue;
+            }
+            const uint4 xv = *reinterpret_cast<const uint4*>(xrow + h * 256 + lane * 8);
+            float a[8], b[8];
+            Pack<BF16>::unpack(wv, a);
+            Pack<BF16>::unpack(xv, b);
+#pragma unroll
+            for (u32 e = 0; e < 8; ++e) s += a[e] * b[e];
+        }
+        s = warp_sum(s);
+        if (lane == 0) pp[u] = s;
+    }
+}
+
+// A stage's partial sums meet (sgemv and agemv): thread j < r adds output o0 + j's slices in
+// order (pp: upr a row, the up rows' after the gate rows' with GLU) to its running sums, and at
+// the output's last stage (c == cpr - 1) writes it (the residual from rs where `from_rs`).
+template <bool GLU>
+static __device__ __forceinline__ void sg_combine(const float* pp, u32 r, u32 upr, u32 o0, u32 c, u32 cpr, u32 n0,
+                                                  const u16* residual, const float* rs, bool from_rs, u16* y,
+                                                  float& run, float& run_up) {
+    const u32 tid = threadIdx.x;
+    if (tid >= r) return;
+    float s = 0.f, su = 0.f;
+    for (u32 q = 0; q < upr; ++q) s += pp[tid * upr + q];
+    if (GLU)
+        for (u32 q = 0; q < upr; ++q) su += pp[r * upr + tid * upr + q];
+    run += s;
+    run_up += su;
+    if (c == cpr - 1) {
+        const u32 o = o0 + tid;
+        const float res = !residual ? 0.f : from_rs && o - n0 < SG_RES ? rs[o - n0] : BF16::ld(residual, o);
+        y[o] = product_out<BF16, GLU>(run, run_up, residual != nullptr, res);
+        run = 0.f;
+        run_up = 0.f;
+    }
+}
+
 // y [N] = f(x) . W^T (GLU: silu(gate) * up, W [2N, K]); mode 1: f = RMSNorm with weight nw
 // (K <= 8 * SG_THREADS), mode 0: f(x) = x. K a multiple of SG_UNIT. Dynamic shared memory:
 // NS * SG_STAGE + 2K bytes.
@@ -95,7 +174,7 @@ __global__ void __launch_bounds__(SG_THREADS, 2)
     __shared__ float part[2][SG_WARPS];
     __shared__ float rs[SG_RES];  // the block's residuals, loaded after the wait (static ranges)
     __shared__ u32 sgrp[NS];  // DYN: each slot's group of outputs (0xffffffff: no more)
-    const u32 tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+    const u32 tid = threadIdx.x;
     const u32 n0 = (u32)((u64)blockIdx.x * N / gridDim.x), n1 = (u32)((u64)(blockIdx.x + 1) * N / gridDim.x);
     constexpr u32 P = GLU ? 2 : 1;
     const u32 rowb = K * 2 * P;
@@ -157,21 +236,7 @@ __global__ void __launch_bounds__(SG_THREADS, 2)
     uint4 nw_h = make_uint4(0, 0, 0, 0);
     if (mode == 1 && hk < K) nw_h = __ldg(reinterpret_cast<const uint4*>(nw + hk));
     asm volatile("griddepcontrol.wait;" ::: "memory");
-    if (residual)
-        for (u32 i = tid; i < n1 - n0 && i < SG_RES; i += SG_THREADS) rs[i] = E::ld(residual, n0 + i);
-    if (mode == 1) {
-        float ss = 0.f;
-        uint4 xw = make_uint4(0, 0, 0, 0);
-        if (hk < K) {
-            xw = *reinterpret_cast<const uint4*>(x + hk);
-            add_squares<E>(xw, ss);
-        }
-        const float inv = block_inv_rms(ss, red, warp, lane, SG_WARPS, K, eps);
-        if (hk < K) *reinterpret_cast<uint4*>(xs + hk) = normed<E>(xw, nw_h, inv);
-    } else {
-        for (u32 k = hk; k < K; k += SG_THREADS * 8)
-            *reinterpret_cast<uint4*>(xs + k) = *reinterpret_cast<const uint4*>(x + k);
-    }
+    sg_stage_in(x, K, mode, nw_h, eps, residual, n0, n1, rs, red, xs);
     __syncthreads();
     float run = 0.f, run_up = 0.f;  // an output's sums over its stages (cpr > 1)
     for (u32 t = 0; DYN || t < nst; ++t) {
@@ -185,31 +250,8 @@ __global__ void __launch_bounds__(SG_THREADS, 2)
             r = min(R, N - o0);
             c = 0;
         }
-        const u32 units = r * upr * P;
-        const unsigned char* st = ring + slot * SG_STAGE;
         float* pp = part[t & 1];
-        for (u32 u = warp; u < units; u += SG_WARPS) {
-            const u32 pu = u / (r * upr), ur = u % (r * upr), j = ur / upr, q = ur % upr;
-            const u16* wrow = reinterpret_cast<const u16*>(st + pu * (SG_STAGE / 2)) + (u64)j * C + q * SG_UNIT;
-            const u16* xrow = xs + c * C + q * SG_UNIT;
-            float s = 0.f;
-#pragma unroll
-            for (u32 h = 0; h < 2; ++h) {
-                const uint4 wv = *reinterpret_cast<const uint4*>(wrow + h * 256 + lane * 8);
-                if (DRY) {
-                    s += __uint_as_float((wv.x ^ wv.y ^ wv.z ^ wv.w) & 0x3f7fffffu);
-                    continue;
-                }
-                const uint4 xv = *reinterpret_cast<const uint4*>(xrow + h * 256 + lane * 8);
-                float a[8], b[8];
-                Pack<E>::unpack(wv, a);
-                Pack<E>::unpack(xv, b);
-#pragma unroll
-                for (u32 e = 0; e < 8; ++e) s += a[e] * b[e];
-            }
-            s = warp_sum(s);
-            if (lane == 0) pp[u] = s;
-        }
+        sg_slices<DRY>(ring + slot * SG_STAGE, xs, r * upr * P, r, upr, C, c, pp);
         __syncthreads();
         if (tid == 0 && DYN && !stopped) {
             const u32 grp = pend;
@@ -217,21 +259,7 @@ __global__ void __launch_bounds__(SG_THREADS, 2)
             issue_g(slot, grp);
         } else if (tid == 0 && !DYN && t + NS < nst)
             issue(t + NS);
-        if (tid < r) {
-            float s = 0.f, su = 0.f;
-            for (u32 q = 0; q < upr; ++q) s += pp[tid * upr + q];
-            if (GLU)
-                for (u32 q = 0; q < upr; ++q) su += pp[r * upr + tid * upr + q];
-            run += s;
-            run_up += su;
-            if (c == cpr - 1) {
-                const u32 o = o0 + tid;
-                const float res = !residual ? 0.f : !DYN && o - n0 < SG_RES ? rs[o - n0] : E::ld(residual, o);
-                y[o] = product_out<E, GLU>(run, run_up, residual != nullptr, res);
-                run = 0.f;
-                run_up = 0.f;
-            }
-        }
+        sg_combine<GLU>(pp, r, upr, o0, c, cpr, n0, residual, rs, !DYN, y, run, run_up);
     }
     if (DYN && tid == 0) {
         __threadfence();
@@ -245,7 +273,7 @@ __global__ void __launch_bounds__(SG_THREADS, 2)
 // The same stream with the ring filled by the threads' own asynchronous copies (cp.async, 16
 // bytes each, 2 a thread a stage) instead of the TMA: NS - 1 stages in flight, one barrier a
 // stage (the slot refilled is the one every warp has just left). Static ranges.
-template <bool GLU, u32 NS, bool DYN = false>
+template <bool GLU, u32 NS>
 __global__ void __launch_bounds__(SG_THREADS, 2)
     agemv(const u16* x, const u16* W, u32 N, u32 K, u32 mode, const u16* nw, float eps, const u16* residual, u16* y) {
     typedef BF16 E;
@@ -255,7 +283,7 @@ __global__ void __launch_bounds__(SG_THREADS, 2)
     __shared__ float red[SG_WARPS];
     __shared__ float part[2][SG_WARPS];
     __shared__ float rs[SG_RES];  // the block's residuals, loaded after the wait (static ranges)
-    const u32 tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+    const u32 tid = threadIdx.x;
     const u32 n0 = (u32)((u64)blockIdx.x * N / gridDim.x), n1 = (u32)((u64)(blockIdx.x + 1) * N / gridDim.x);
     constexpr u32 P = GLU ? 2 : 1;
     const u32 rowb = K * 2 * P;
@@ -292,42 +320,13 @@ __global__ void __launch_bounds__(SG_THREADS, 2)
     uint4 nw_h = make_uint4(0, 0, 0, 0);
     if (mode == 1 && hk < K) nw_h = __ldg(reinterpret_cast<const uint4*>(nw + hk));
     asm volatile("griddepcontrol.wait;" ::: "memory");
-    if (residual)
-        for (u32 i = tid; i < n1 - n0 && i < SG_RES; i += SG_THREADS) rs[i] = E::ld(residual, n0 + i);
-    if (mode == 1) {
-        float ss = 0.f;
-        uint4 xw = make_uint4(0, 0, 0, 0);
-        if (hk < K) {
-            xw = *reinterpret_cast<const uint4*>(x + hk);
-            add_squares<E>(xw, ss);
-        }
-        const float inv = block_inv_rms(ss, red, warp, lane, SG_WARPS, K, eps);
-        if (hk < K) *reinterpret_cast<uint4*>(xs + hk) = normed<E>(xw, nw_h, inv);
-    } else {
-        for (u32 k = hk; k < K; k += SG_THREADS * 8)
-            *reinterpret_cast<uint4*>(xs + k) = *reinterpret_cast<const uint4*>(x + k);
-    }
+    sg_stage_in(x, K, mode, nw_h, eps, residual, n0, n1, rs, red, xs);
     float run = 0.f, run_up = 0.f;
     // Stage t's partial sums meet: thread j < r takes output j.
     auto combine = [&](u32 t) {
         u32 o0, r, c;
         stage_of(t, o0, r, c);
-        if (tid < r) {
-            const float* pp = part[t & 1];
-            float s = 0.f, su = 0.f;
-            for (u32 q = 0; q < upr; ++q) s += pp[tid * upr + q];
-            if (GLU)
-                for (u32 q = 0; q < upr; ++q) su += pp[r * upr + tid * upr + q];
-            run += s;
-            run_up += su;
-            if (c == cpr - 1) {
-                const u32 o = o0 + tid;
-                const float res = !residual ? 0.f : !DYN && o - n0 < SG_RES ? rs[o - n0] : E::ld(residual, o);
-                y[o] = product_out<E, GLU>(run, run_up, residual != nullptr, res);
-                run = 0.f;
-                run_up = 0.f;
-            }
-        }
+        sg_combine<GLU>(part[t & 1], r, upr, o0, c, cpr, n0, residual, rs, true, y, run, run_up);
     };
     for (u32 t = 0; t < nst; ++t) {
         asm volatile("cp.async.wait_group %0;" ::"n"(NS - 2) : "memory");
@@ -336,26 +335,7 @@ __global__ void __launch_bounds__(SG_THREADS, 2)
         if (t > 0) combine(t - 1);
         u32 o0, r, c;
         stage_of(t, o0, r, c);
-        const u32 units = r * upr * P;
-        const unsigned char* st = ring + (t % NS) * SG_STAGE;
-        for (u32 u = warp; u < units; u += SG_WARPS) {
-            const u32 pu = u / (r * upr), ur = u % (r * upr), j = ur / upr, q = ur % upr;
-            const u16* wrow = reinterpret_cast<const u16*>(st + pu * (SG_STAGE / 2)) + (u64)j * C + q * SG_UNIT;
-            const u16* xrow = xs + c * C + q * SG_UNIT;
-            float s = 0.f;
-#pragma unroll
-            for (u32 h = 0; h < 2; ++h) {
-                const uint4 wv = *reinterpret_cast<const uint4*>(wrow + h * 256 + lane * 8);
-                const uint4 xv = *reinterpret_cast<const uint4*>(xrow + h * 256 + lane * 8);
-                float a[8], b[8];
-                Pack<E>::unpack(wv, a);
-                Pack<E>::unpack(xv, b);
-#pragma unroll
-                for (u32 e = 0; e < 8; ++e) s += a[e] * b[e];
-            }
-            s = warp_sum(s);
-            if (lane == 0) part[t & 1][u] = s;
-        }
+        sg_slices<false>(ring + (t % NS) * SG_STAGE, xs, r * upr * P, r, upr, C, c, part[t & 1]);
     }
     asm volatile("cp.async.wait_all;" ::: "memory");
     __syncthreads();
