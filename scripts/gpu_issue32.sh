@@ -11,6 +11,7 @@
 #   bash scripts/gpu_issue32.sh mmv-step     # llama_bench: the fused step (tensor-core products) against cuBLAS products, batches 3 and 8
 #   bash scripts/gpu_issue32.sh wide         # bench/mmv_probe.cu at 16 and 32 rows, 2 and 1 chunks a round (PROBE_CH)
 #   bash scripts/gpu_issue32.sh floor        # bench/read_floor_probe.cu, bench/pdl_gemv_probe.cu, the first again (run 69)
+#   bash scripts/gpu_issue32.sh stream       # bench/stream_gemv_probe.cu: the GEMVs under PDL piece by piece, shared-memory weight streams
 #   bash scripts/gpu_issue32.sh batches      # transformers' goldens at batches of 3-8 rows (real shapes too); the projection past 96 KB
 #   bash scripts/gpu_issue32.sh final        # A/B/A: llama_bench (sampled, batches 1/8/32, positions to 8,000), PyTorch default compile, llama_bench
 #   bash scripts/gpu_issue32.sh pdl          # programmatic dependent launch: bench/pdl_gemv_probe.cu, the model's PDL test,
@@ -31,6 +32,18 @@ fail=0
 # exit status reads the file.
 rm -f "$out/.failed-$tag"
 failed() { echo "FAILED: $*"; echo "$*" >> "$out/.failed-$tag"; }
+# A probe's binary as /tmp/NAME: unpacked from .device/probes/NAME.xz where it was staged (built
+# on the build machine with the command in the probe's header, xz-compressed), else built here
+# from bench/SRC.cu with the remaining arguments as nvcc's flags.
+probe_bin() {
+  local name=$1 src=$2
+  shift 2
+  if [ -f ".device/probes/$name.xz" ]; then
+    xz -dc ".device/probes/$name.xz" > "/tmp/$name" && chmod +x "/tmp/$name"
+    return
+  fi
+  nvcc -O3 -std=c++17 -o "/tmp/$name" "bench/$src.cu" "$@"
+}
 case "$1" in
   tests)
     {
@@ -113,13 +126,10 @@ case "$1" in
     # bench/mmv_probe.cu at 16 and 32 rows: the weights' registers at 2 chunks a round (as the
     # crate's 8-row kernels) and at 1 (PROBE_CH), each against cuBLAS; the correctness pass
     # (3 to 32 rows, no LM head) first for CH 1.
-    # Built here unless staged in .device/probes (the same command where the crate is built, xz-compressed).
+    # Built here unless staged in .device/probes (probe_bin).
     { for ch in 2 1; do
-        if [ -f .device/probes/mmv_probe_ch$ch.xz ]; then
-          xz -dc .device/probes/mmv_probe_ch$ch.xz > /tmp/mmv_probe_ch$ch && chmod +x /tmp/mmv_probe_ch$ch && continue
-        fi
-        nvcc -O3 -std=c++17 -gencode arch=compute_80,code=sm_90 -DPROBE_CH=$ch -Xcompiler -fopenmp bench/mmv_probe.cu \
-          -o /tmp/mmv_probe_ch$ch -lcublas || exit 1
+        probe_bin mmv_probe_ch$ch mmv_probe -gencode arch=compute_80,code=sm_90 -DPROBE_CH=$ch -Xcompiler -fopenmp \
+          -lcublas || exit 1
       done
       echo "=== CH 1: check"; timeout 200 /tmp/mmv_probe_ch1 check | grep -vE "^(bf16|f16) " || failed "check ch1"
       for ch in 2 1; do echo "=== CH $ch: wide"; timeout ${LIMIT:-200} /tmp/mmv_probe_ch$ch wide ${PROBE_ARGS:-} || failed "wide ch$ch"; done
@@ -128,16 +138,21 @@ case "$1" in
   floor)
     # bench/read_floor_probe.cu (the step's weights read with nothing computed), then the step's
     # own GEMVs over the same layers (bench/pdl_gemv_probe.cu), then the read-only probe again.
-    # Built here unless staged in .device/probes (xz-compressed), as in `wide`.
-    { for p in read_floor_probe pdl_gemv_probe; do
-        if [ -f .device/probes/$p.xz ]; then xz -dc .device/probes/$p.xz > /tmp/$p && chmod +x /tmp/$p && continue; fi
-        flags=""; [ $p = pdl_gemv_probe ] && flags="-DDECODE_PDL -DDECODE_PDL_PROBE -lcublas"
-        nvcc -O3 -std=c++17 -arch=sm_90 -o /tmp/$p bench/$p.cu $flags || exit 1
-      done
+    # Built here unless staged in .device/probes (probe_bin).
+    { probe_bin read_floor_probe read_floor_probe -arch=sm_90 || exit 1
+      probe_bin pdl_gemv_probe pdl_gemv_probe -arch=sm_90 -DDECODE_PDL -DDECODE_PDL_PROBE -lcublas || exit 1
       nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
       echo "=== read_floor_probe"; timeout 200 /tmp/read_floor_probe || failed "read_floor_probe"
       echo "=== pdl_gemv_probe"; timeout 300 /tmp/pdl_gemv_probe || failed "pdl_gemv_probe"
       echo "=== read_floor_probe again"; timeout 200 /tmp/read_floor_probe || failed "read_floor_probe"
+    } 2>&1 | tee "$out/$tag.txt"
+    ;;
+  stream)
+    # bench/stream_gemv_probe.cu: the batch-1 GEMVs under PDL piece by piece, and the products
+    # whose weights land in shared memory (runs 75-88). Built here unless staged (probe_bin).
+    { probe_bin stream_gemv_probe stream_gemv_probe -arch=sm_90 -DDECODE_PDL -lcublas || exit 1
+      nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+      timeout ${LIMIT:-300} /tmp/stream_gemv_probe || failed "stream_gemv_probe"
     } 2>&1 | tee "$out/$tag.txt"
     ;;
   batches)
