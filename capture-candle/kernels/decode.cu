@@ -840,7 +840,7 @@ __device__ void silu_mul(const typename E::T* in, u32 inter, u64 n, typename E::
 //           projection.
 // f(x) is rounded to the element type (as the separate kernel's output would be) and staged
 // once per block in shared memory (M*K elements), except in mode 0 with ks > 1, where the
-// products read x where it is (see gemv below). With `residual`, y = round(round(acc) +
+// products read x where it is (under PDL only for K < GEMV_XG_MAX_K; see gemv below). With `residual`, y = round(round(acc) +
 // residual), as a product followed by an add would round. K must be a multiple of 8.
 //
 // GLU (the gemv_glu_* kernels): SwiGLU's gate/up projection with its output transform. W is
@@ -1225,9 +1225,10 @@ __device__ void gemv_body(const typename E::T* x, const typename E::T* W, u32 M,
 // it as the other cases do). Measured on an H100 (bench/gemv_probe.cu, run 7): in place is
 // faster for the output and down projections (ks 2), slower for a plain 3072-row product at
 // ks 1 (7.36 against 6.76 us). The GLU kernel always stages (it runs after a norm).
-// Under PDL (decode_pdl.ptx) a row of K >= GEMV_XG_MAX_K elements is staged as well: there
-// each block's first reads of x wait behind the weight loads it issued before its wait, once
-// per 128 bytes of x through L1, where the staging pays one round and a barrier. Measured on
+// Under PDL (decode_pdl.ptx) a row of K >= GEMV_XG_MAX_K elements is staged as well. Why it
+// pays there is not measured; likely, each block's first reads of x queue behind the weight
+// loads it issued before its wait, once per 128 bytes of x through L1, where the staging
+// queues once and pays a barrier. Measured on
 // an H100 (bench/stream_gemv_probe.cu, run 83; 16 launches of one product under PDL, µs a
 // launch): the down projection (K 8,192) 13.50 in place, 12.57 staged; the output projection
 // (K 2,048) 4.00 in place, 4.58 staged. Only these two widths were measured.
