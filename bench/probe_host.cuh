@@ -65,9 +65,9 @@ static float f16_round(float v) {
 // attribute when `pdl`: the kernel may start while its predecessor on the stream drains, and
 // in a capture the edge from that predecessor is a programmatic one. Returns the launch's error.
 template <typename F, typename... A>
-static cudaError_t launch_ex(bool pdl, F f, u32 grid, u32 threads, u32 smem, A... args) {
+static cudaError_t launch_ex(bool pdl, F f, dim3 grid, u32 threads, u32 smem, A... args) {
     cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3(grid);
+    cfg.gridDim = grid;
     cfg.blockDim = dim3(threads);
     cfg.dynamicSmemBytes = smem;
     cfg.stream = g_s;

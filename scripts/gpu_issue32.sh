@@ -12,7 +12,8 @@
 #   bash scripts/gpu_issue32.sh wide         # bench/mmv_probe.cu at 16 and 32 rows, 2 and 1 chunks a round (PROBE_CH)
 #   bash scripts/gpu_issue32.sh floor        # bench/read_floor_probe.cu, bench/pdl_gemv_probe.cu, the first again (run 69)
 #   bash scripts/gpu_issue32.sh stream       # bench/stream_gemv_probe.cu: the GEMVs under PDL piece by piece, shared-memory weight streams
-#   bash scripts/gpu_issue32.sh batches      # transformers' goldens at batches of 3-8 rows (real shapes too); the projection past 96 KB
+#   bash scripts/gpu_issue32.sh attention    # bench/attention_chain_probe.cu: what RoPE + attention costs the batch-1 chain, and its traced build
+#   bash scripts/gpu_issue32.sh batches      # transformers' goldens at batches of 1-8 rows (real shapes too); the projection past 96 KB
 #   bash scripts/gpu_issue32.sh final        # A/B/A: llama_bench (sampled, batches 1/8/32, positions to 8,000), PyTorch default compile, llama_bench
 #   bash scripts/gpu_issue32.sh pdl          # programmatic dependent launch: bench/pdl_gemv_probe.cu, the model's PDL test,
 #                                            #   then llama_bench's fused step against its plain-launch twin (batches 1, 2, 8; positions 64, 2000);
@@ -155,9 +156,19 @@ case "$1" in
       timeout ${LIMIT:-300} /tmp/stream_gemv_probe || failed "stream_gemv_probe"
     } 2>&1 | tee "$out/$tag.txt"
     ;;
+  attention)
+    # bench/attention_chain_probe.cu: what RoPE + attention costs the batch-1 chain under PDL
+    # (runs 89-94), then its traced build. Built here unless staged in .device/probes (probe_bin).
+    { probe_bin attention_chain_probe attention_chain_probe -arch=sm_90 -DDECODE_PDL -lcublas || exit 1
+      probe_bin attention_chain_trace attention_chain_probe -arch=sm_90 -DDECODE_PDL -DPROBE_TRACE -lcublas || exit 1
+      nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+      timeout ${LIMIT:-300} /tmp/attention_chain_probe || failed "attention_chain_probe"
+      timeout ${LIMIT:-300} /tmp/attention_chain_trace || failed "attention_chain_trace"
+    } 2>&1 | tee "$out/$tag.txt"
+    ;;
   batches)
-    # transformers' goldens at batches of 3 to 8 rows (the tensor-core products), real shapes
-    # included, and the projection past 96 KB of shared memory (STAGE_ONLY="decode conformance").
+    # transformers' goldens at batches of 1 to 8 rows (the GEMV, the tensor-core products), real
+    # shapes included, and the projection past 96 KB of shared memory (STAGE_ONLY="decode conformance").
     export CAPTURE_CANDLE_FIXTURES=$PWD/capture-candle/tests/fixtures CAPTURE_CONFORMANCE_REAL=/tmp/real
     { python3 -c 'import transformers, torch; print("transformers", transformers.__version__, "torch", torch.__version__)'
       [ -d /tmp/real ] || timeout 300 python3 scripts/conformance/real_shapes.py --out /tmp/real >/dev/null 2>&1 \

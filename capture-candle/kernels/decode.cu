@@ -67,12 +67,14 @@ static __device__ __forceinline__ u32 key_of(float f) {
 // and its rounding is spelled out (the products rounded, then a subtraction; a product and a
 // fused multiply-add), so the code generator cannot contract the two kernels differently: they
 // give the same values, bit for bit.
-static __device__ __forceinline__ void rope_pair(const float* table, u32 pc, u32 dim, u32 i, float& x1, float& x2) {
-    const float c = table[(u64)pc * dim + i], s = table[(u64)pc * dim + dim / 2 + i];
+static __device__ __forceinline__ void rope_cs(float c, float s, float& x1, float& x2) {
     const float y1 = __fsub_rn(__fmul_rn(x1, c), __fmul_rn(x2, s));
     const float y2 = __fmaf_rn(x1, s, __fmul_rn(x2, c));
     x1 = y1;
     x2 = y2;
+}
+static __device__ __forceinline__ void rope_pair(const float* table, u32 pc, u32 dim, u32 i, float& x1, float& x2) {
+    rope_cs(table[(u64)pc * dim + i], table[(u64)pc * dim + dim / 2 + i], x1, x2);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -166,7 +168,12 @@ __device__ void rope_write(const typename E::T* src, u32 stride, u32 col0, const
 // sets back to 0) combines them, for all g heads, into out [B, T, nq*dim].
 // dim: a multiple of 8, at most DP (64, 128 or 256: entry points attention_d64_<type>,
 // attention_d128_<type>, attention_d256_<type>); g at most 16; nsplit at most
-// ATT_MAX_SPLITS. No dynamic shared memory. Block: ATT_WARPS warps.
+// ATT_MAX_SPLITS. No dynamic shared memory. Block: ATT_WARPS warps (ATT_WARPS_WIDE in the
+// d64w8 entry points, below).
+//
+// OPT (bench/attention_chain_probe.cu only; 0 here), under PDL: 1 lets the successor launch
+// from the block's start instead of from the end of its wait; 2 loads the first rotary pair's
+// table entries before the wait. Neither made the batch-1 chain faster (run 90).
 #define ATT_WARPS 4
 #define ATT_HEADS 4
 #define ATT_MAX_SPLITS 64
@@ -312,8 +319,14 @@ static __device__ __forceinline__ void pdl_wait() {}
 static __device__ __forceinline__ void pdl_trigger() {}
 static __device__ __forceinline__ void pdl_prefetch(const void*) {}
 #endif
+// DECODE_TRACE(site, a, b, c): a probe's timestamp hook at the points marked with it in gemv
+// and attention (bench/attention_chain_probe.cu defines it before it includes this file).
+// Empty here: the crate's PTX has none.
+#ifndef DECODE_TRACE
+#define DECODE_TRACE(site, a, b, c)
+#endif
 
-template <typename E, u32 DP, u32 GK, u32 NW, bool MMA, bool PF, bool FUSE = false>
+template <typename E, u32 DP, u32 GK, u32 NW, bool MMA, bool PF, bool FUSE = false, u32 OPT = 0>
 __device__ void attention(const typename E::T* q, const typename E::T* kc, const typename E::T* vc,
                           const u32* pos, u32 T, u32 nq, u32 nk, u32 S, u32 dim, u32 nsplit, u32 max_chunk,
                           u32 min_chunk, float scale, float* part, u32* counters, typename E::T* out,
@@ -431,13 +444,28 @@ __device__ void attention(const typename E::T* q, const typename E::T* kc, const
     Grp G;
     // FUSE with PF (the 16-bit d64 kernels): the first group's loads go out before the queries
     // are formed (they do not depend on them), so their latency overlaps the loads of qkv.
+    DECODE_TRACE(9, n, 0, 0);
+    // OPT & 2 (FUSE): the cosine and sine of this thread's first rotary pair (below), loaded
+    // before the wait (the table is no kernel's output).
+    float pre_c = 0.f, pre_s = 0.f;
+    if constexpr (FUSE && (OPT & 2)) {
+        const u32 pc = over ? S - 1 : p, half = dim / 2, qp = gh * half;
+        if (tid < qp + half) {
+            const u32 i = tid < qp ? tid % half : tid - qp;
+            pre_c = f.table[(u64)pc * dim + i];
+            pre_s = f.table[(u64)pc * dim + half + i];
+        }
+    }
+    // OPT & 1: the successor may launch from this block's start, not from its wait's end.
+    if constexpr (PDL && (OPT & 1)) pdl_trigger();
     if (FUSE && PF && w < (n + GK - 1) / GK) load(G, w);
     if constexpr (PDL) {
         pdl_wait();
-        pdl_trigger();
+        if constexpr (!(OPT & 1)) pdl_trigger();
         // (c = 0 never returned above: start 0 < len.)
         if (over && kh == 0 && hg == 0 && c == 0 && threadIdx.x == 0) f.overflow[b] = 1;
     }
+    DECODE_TRACE(10, n, 0, 0);
 
     // FUSE: this block's queries, and the new key and value where this chunk holds them.
     bool subst = false;
@@ -457,7 +485,10 @@ __device__ void attention(const typename E::T* q, const typename E::T* kc, const
                 x1 += E::ld(f.bias, (u64)head * dim + i1);
                 x2 += E::ld(f.bias, (u64)head * dim + i2);
             }
-            if (kind < 2) rope_pair(f.table, pc, dim, i, x1, x2);
+            if (kind < 2) {
+                if ((OPT & 2) && x == tid) rope_cs(pre_c, pre_s, x1, x2);
+                else rope_pair(f.table, pc, dim, i, x1, x2);
+            }
             Elem* dst = kind == 0 ? att_qn[hh] : kind == 1 ? att_kn : att_vn;
             E::st(dst, i1, x1);
             E::st(dst, i2, x2);
@@ -472,6 +503,7 @@ __device__ void attention(const typename E::T* q, const typename E::T* kc, const
         }
         form_q();
     }
+    DECODE_TRACE(11, n, 0, 0);
 
     float acc[H][8];
 #pragma unroll
@@ -607,6 +639,7 @@ __device__ void attention(const typename E::T* q, const typename E::T* kc, const
         }
         if (PF) G = N;
     }
+    DECODE_TRACE(12, n, 0, 0);
 
     // The warp's result: outputs summed over its value keys, sums over its score rows.
 #pragma unroll
@@ -660,6 +693,7 @@ __device__ void attention(const typename E::T* q, const typename E::T* kc, const
             }
         }
     }
+    DECODE_TRACE(13, n, ns, 0);
     if (ns == 1) return;
     // The last block of this (b, kh, t) combines every chunk of every head group.
     __threadfence();
@@ -736,6 +770,7 @@ __device__ void attention(const typename E::T* q, const typename E::T* kc, const
             put(tid, a);
         }
     }
+    DECODE_TRACE(14, n, ns, 0);
 }
 
 // The entry points, one a width of row (DP) and type: keys a group (GK), tensor-core scores
@@ -762,8 +797,28 @@ __device__ void attention(const typename E::T* q, const typename E::T* kc, const
                                                        AttFuse<E>{qkv, bias, table, active, interleaved, kw, \
                                                                   vw, overflow});                            \
     }
+// attention[_rope]_d64w8_*: the 16-bit d64 kernels with ATT_WARPS_WIDE (8) warps a block, at
+// most 2 blocks a multiprocessor (128 registers a thread, no spills): gpu.rs takes them for a
+// grid that fits 2 a multiprocessor (batch 1 and 2 at the Llama-3.2-1B shape), where each warp
+// then takes half as many groups of keys. The sums are the same; the warps' results merge in
+// another order.
+#define ATT_WARPS_WIDE 8
+#define INSTANTIATE_ATT_WIDE(E, SUF)                                                                          \
+    extern "C" __global__ void __launch_bounds__(ATT_WARPS_WIDE * 32, 2) attention_d64w8_##SUF(ATT_ARGS(E)) { \
+        attention<E, 64, 16, ATT_WARPS_WIDE, true, true>(q, kc, vc, pos, T, nq, nk, S, dim, nsplit, max_chunk,   \
+                                                         min_chunk, scale, part, counters, out);                 \
+    }
+#define INSTANTIATE_ATT_ROPE_WIDE(E, SUF)                                                                     \
+    extern "C" __global__ void __launch_bounds__(ATT_WARPS_WIDE * 32, 2)                                     \
+        attention_rope_d64w8_##SUF(ATT_FUSE_ARGS(E)) {                                                        \
+        attention<E, 64, 16, ATT_WARPS_WIDE, true, true, true>(                                               \
+            q, kc, vc, pos, T, nq, nk, S, dim, nsplit, max_chunk, min_chunk, scale, part, counters, out,      \
+            AttFuse<E>{qkv, bias, table, active, interleaved, kw, vw, overflow});                             \
+    }
 // DECODE_PDL_ONLY (kernels/decode_pdl.ptx): only the kernels the step launches
 // programmatically: the fused attention, gemv and mmv.
+INSTANTIATE_ATT_ROPE_WIDE(BF16, bf16)
+INSTANTIATE_ATT_ROPE_WIDE(F16, f16)
 INSTANTIATE_ATT_ROPE(BF16, bf16, 64, 16, true, true, 4)
 INSTANTIATE_ATT_ROPE(BF16, bf16, 128, 16, true, false, 4)
 INSTANTIATE_ATT_ROPE(BF16, bf16, 256, 8, true, false, 1)
@@ -774,6 +829,8 @@ INSTANTIATE_ATT_ROPE(F32, f32, 64, 16, false, false, 1)
 INSTANTIATE_ATT_ROPE(F32, f32, 128, 8, false, false, 1)
 INSTANTIATE_ATT_ROPE(F32, f32, 256, 8, false, false, 1)
 #if !defined(DECODE_PDL_ONLY)
+INSTANTIATE_ATT_WIDE(BF16, bf16)
+INSTANTIATE_ATT_WIDE(F16, f16)
 INSTANTIATE_ATT(BF16, bf16, 64, 16, true, true, 4)
 INSTANTIATE_ATT(BF16, bf16, 128, 16, true, false, 4)
 INSTANTIATE_ATT(BF16, bf16, 256, 8, true, false, 1)
@@ -868,7 +925,9 @@ __device__ void silu_mul(const typename E::T* in, u32 inter, u64 n, typename E::
 //
 // DIAG (bench/gemv_probe.cu only; 0 here): 1 skips the staging (f(x) = 1), 2 replaces the
 // products by an XOR of the weights' bits, 3 both: the GEMV's access pattern alone; 4 loads
-// the weights through L1; 8 stages x in mode 0 as well.
+// the weights through L1; 8 stages x in mode 0 as well; 16 (the held norm only) applies the
+// norm's 1 / rms to the sums instead of to f(x): f(x) = round(x * nw) is staged with no barrier
+// of its own, and the warps' sums of squares meet behind the staging's barrier (other bits).
 //
 // PDL: a programmatic dependent launch's hooks, compiled only with DECODE_PDL for sm_90 and
 // later (kernels/decode_pdl.ptx, which the step uses on such GPUs; decode.ptx has none), in
@@ -1006,6 +1065,7 @@ __device__ void gemv_body(const typename E::T* x, const typename E::T* W, u32 M,
     extern __shared__ float gsm[];
     T* xs = reinterpret_cast<T*>(gsm);  // [M][K]
     __shared__ float red[GEMV_MAX_WARPS];
+    __shared__ float red16[(DIAG & 16) ? GEMV_MAX_M : 1][(DIAG & 16) ? GEMV_MAX_WARPS : 1];  // DIAG 16
     __shared__ float parts[GEMV_MAX_WARPS][2 * GEMV_MAX_M];
     __shared__ unsigned long long bmax[GEMV_MAX_M];
     const u32 nt = blockDim.x, nwarps = nt / 32;
@@ -1068,6 +1128,7 @@ __device__ void gemv_body(const typename E::T* x, const typename E::T* W, u32 M,
     uint4 nw_h = make_uint4(0, 0, 0, 0);
     if (held && hk < K) nw_h = __ldg(reinterpret_cast<const uint4*>(nw + hk));
     pdl_wait();
+    DECODE_TRACE(0, N, K, GLU);
     load_res(blockIdx.x);
     for (u32 m = 0; m < M && held; ++m) {
         float ss = 0.f;
@@ -1075,6 +1136,12 @@ __device__ void gemv_body(const typename E::T* x, const typename E::T* W, u32 M,
         if (hk < K) {
             xw = *reinterpret_cast<const uint4*>(x + (u64)m * K + hk);
             add_squares<E>(xw, ss);
+        }
+        if (DIAG & 16) {
+            ss = warp_sum(ss);
+            if (lane == 0) red16[(DIAG & 16) ? m : 0][(DIAG & 16) ? warp : 0] = ss;
+            if (hk < K) *reinterpret_cast<uint4*>(xs + (u64)m * K + hk) = normed<E>(xw, nw_h, 1.f);
+            continue;
         }
         const float inv = block_inv_rms(ss, red, warp, lane, nwarps, K, eps);
         if (hk < K) *reinterpret_cast<uint4*>(xs + (u64)m * K + hk) = normed<E>(xw, nw_h, inv);
@@ -1117,6 +1184,14 @@ __device__ void gemv_body(const typename E::T* x, const typename E::T* W, u32 M,
         }
     }
     if (!XG) __syncthreads();
+    // DIAG 16: each row's 1 / rms from the warps' sums, in warp order (as block_inv_rms).
+    float inv16[GEMV_MAX_M] = {1.f, 1.f};
+    if ((DIAG & 16) && held)
+        for (u32 m = 0; m < M; ++m) {
+            float tot = 0.f;
+            for (u32 i = 0; i < nwarps; ++i) tot += red16[(DIAG & 16) ? m : 0][(DIAG & 16) ? i : 0];
+            inv16[m] = rsqrtf(tot / K + eps);
+        }
     // Where the products read f(x): shared memory, or x itself (through L1).
     const T* fx = XG ? x : xs;
     unsigned long long best = 0;
@@ -1201,6 +1276,11 @@ __device__ void gemv_body(const typename E::T* x, const typename E::T* W, u32 M,
                 mine_up = vu;
             }
         }
+        if ((DIAG & 16) && held) {
+            const float s16 = e_m == 0 ? inv16[0] : inv16[1];
+            mine *= s16;
+            mine_up *= s16;
+        }
         const u32 no = grp * rows_blk + e_row;
         if (e_on && no < N) {
             const u64 o = (u64)e_m * N + no;
@@ -1219,6 +1299,7 @@ __device__ void gemv_body(const typename E::T* x, const typename E::T* W, u32 M,
         __syncthreads();
         if (tid < M && bmax[tid]) atomicMax(amax + tid, bmax[tid]);
     }
+    DECODE_TRACE(1, N, K, GLU);
 }
 
 // The plain kernel in mode 0 with ks > 1 reads x where it is (DIAG & 8, in the probe: stages

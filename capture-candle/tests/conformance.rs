@@ -159,8 +159,9 @@ fn row_prompts(fx: &Fixture, batch: usize) -> Vec<&Prompt> {
 
 /// [`conform`] with a bound, a cache length and a batch of its own: [`row_prompts`], so a
 /// fixture's prompts (of different lengths, hence different positions) fill any batch, and
-/// each row is checked against its prompt's goldens. Batches of 3 to 8 rows of f16 or bf16
-/// take the tensor-core products on CUDA (`decode::matvec_rows`), 1 and 2 rows the GEMV.
+/// each row is checked against its prompt's goldens. Batches of 2 to 8 rows of f16 or bf16
+/// take the tensor-core products on CUDA (`decode::matvec_rows`), 1 row the GEMV (f32: 1 and 2
+/// rows the GEMV, more cuBLAS).
 fn conform_rows(fx: &Fixture, dev: &Device, dtype: DType, tol: f64, max_seq: usize, batch: usize) -> Outcome {
     let model = Model::from_dir(&fx.dir, dtype, max_seq, dev).unwrap_or_else(|e| panic!("{}: {e}", fx.name));
     let state = model.new_state(batch).unwrap();
@@ -373,14 +374,15 @@ fn models_match_transformers_in_batches() {
     conform_batches(&Device::Cpu, &[DType::F32], &[3]);
 }
 
-/// Batches of 3, 5 and 8 rows on CUDA: in f16 and bf16 these take the tensor-core products
-/// (3 to 8 rows, `decode::matvec_rows`; `tests/decode.rs` checks which kernels run), which the
-/// 2-prompt fixtures alone never reach; in f32 cuBLAS's.
+/// Batches of 1, 3, 5 and 8 rows on CUDA: 1 row takes the GEMV (the 2-prompt fixtures decode 2
+/// rows, which take the tensor-core products in f16 and bf16); 3 to 8 rows take the tensor-core
+/// products in f16 and bf16 (2 to 8 rows, `decode::matvec_rows`; `tests/decode.rs` checks which
+/// kernels run) and cuBLAS's in f32.
 #[test]
 #[ignore = "needs a CUDA device"]
 fn models_match_transformers_in_batches_gpu() {
     if let Some(d) = gpu() {
-        conform_batches(&d, &[DType::F32, DType::F16, DType::BF16], &[3, 5, 8]);
+        conform_batches(&d, &[DType::F32, DType::F16, DType::BF16], &[1, 3, 5, 8]);
     }
 }
 

@@ -750,8 +750,9 @@ fn kv_cache_write_touches_only_the_new_slot_gpu() {
 }
 
 /// The fused projection against candle's ops: each prologue, with and without the residual,
-/// at 1 and 2 rows (the matrix-vector kernel), 3, 5 and 8 (the tensor-core kernel for f16 and
-/// bf16 without a SwiGLU prologue; the fallback otherwise) and 9 (the fallback), in each
+/// at 1 row (the matrix-vector kernel), 2 (the tensor-core kernel for f16 and bf16 without a
+/// SwiGLU prologue, else the matrix-vector kernel), 3, 5 and 8 (the tensor-core kernel for f16
+/// and bf16 without a SwiGLU prologue; the fallback otherwise) and 9 (the fallback), in each
 /// dtype.
 fn matvec(dev: &Device) {
     use capture_candle::decode::Prologue;
@@ -803,9 +804,10 @@ fn matvec(dev: &Device) {
 }
 
 /// The gate/up projection with SwiGLU fused in against candle's ops (the product, then
-/// silu(gate) * up), with and without the RMSNorm before it, at 1 and 2 rows (the
-/// matrix-vector kernel), 3 and 8 (the tensor-core kernel for f16 and bf16) and 9 (the
-/// fallback), in each dtype; a weight with an odd number of rows is refused.
+/// silu(gate) * up), with and without the RMSNorm before it, at 1 row (the matrix-vector
+/// kernel), 2 (the tensor-core kernel for f16 and bf16, the matrix-vector kernel for f32), 3
+/// and 8 (the tensor-core kernel for f16 and bf16) and 9 (the fallback), in each dtype; a
+/// weight with an odd number of rows is refused.
 fn matvec_swiglu(dev: &Device) {
     use capture_candle::decode::Prologue;
     // (inter, k): one warp a gate/up pair, two, and four (short rows share warps on CUDA).

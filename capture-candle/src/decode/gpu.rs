@@ -148,6 +148,27 @@ const ATT_BLOCKS: usize = 528;
 /// of 125 19.8 (same runs): combining more partials costs more than it spreads.
 const ATT_MOST_SPLITS: usize = 16;
 const _: () = assert!(ATT_MOST_SPLITS <= ATT_MAX_SPLITS, "the kernel combines at most ATT_MAX_SPLITS chunks");
+/// Threads per block of the 8-warp kernels (`attention_d64w8`, `attention_rope_d64w8`:
+/// `ATT_WARPS_WIDE`).
+const ATT_WIDE_THREADS: u32 = 256;
+/// Blocks a grid may have for the 8-warp kernels: two of them a multiprocessor (128 registers
+/// a thread) on an H100's 132, one wave.
+///
+/// Measured on an H200 (bench/attention_chain_probe.cu, docs/gpu-runs/2026-11-28c-issue32/
+/// run90): in the batch-1 chain of 16 layers (QKV, RoPE + attention, O, gate/up, down under
+/// PDL; 128 attention blocks) the layer took 42.6 against 43.3 µs at position 64, 46.2 against
+/// 48.7 at 2,000 and 50.9 against 53.7 at 8,000: each warp takes half as many groups of keys.
+/// Attention alone at batch 8 (512 blocks, two waves of the 8-warp kernel) was slower from
+/// position 2,000: 17.0 against 14.5 µs, and 39.6 against 38.0 at 8,000.
+const ATT_WIDE_BLOCKS: usize = 264;
+
+/// Whether an attention launch of `blocks` blocks (every chunk's) at width `width` takes the
+/// 8-warp kernel: 16-bit types (`elem` bytes), heads of at most 64, a grid of at most
+/// [`ATT_WIDE_BLOCKS`]. The fused and the plain kernels follow the same rule, so that the two
+/// give the same bits.
+fn attention_wide(width: usize, elem: usize, blocks: usize) -> bool {
+    width == 64 && elem == 2 && blocks <= ATT_WIDE_BLOCKS
+}
 /// The shortest chunk, in keys (the kernel rounds chunks up to a multiple of 64: 16 keys for
 /// each of its 4 warps). Against 128 keys (same sweep), 256 saves 4.0 µs a layer at batch 1,
 /// position 8,000 and 3.1 at batch 8, position 2,000, and is level elsewhere: a chunk's fixed
@@ -273,6 +294,7 @@ pub(crate) fn attention(
         candle_core::bail!("attention: {b} rows x {nk} key heads x {nhg} head groups do not fit a grid");
     };
     let (nsplit, max_chunk) = attention_grid(b * nk * nhg * t, most, max_seq);
+    let wide = attention_wide(width, elem, b * nk * nhg * t * nsplit);
     // The counters the last block of each (row, head, token) finds: the cache's own (kept
     // at 0 by the kernel), or fresh zeros for a call with more token rows than they cover.
     let fresh;
@@ -300,7 +322,7 @@ pub(crate) fn attention(
     };
     let cfg = LaunchConfig {
         grid_dim: (grid_x, t as u32, nsplit as u32),
-        block_dim: (ATT_THREADS, 1, 1),
+        block_dim: (if wide { ATT_WIDE_THREADS } else { ATT_THREADS }, 1, 1),
         shared_mem_bytes: 0,
     };
     let mut args = vec![
@@ -323,8 +345,9 @@ pub(crate) fn attention(
     ];
     // Only the fused kernels have PDL hooks.
     let launch = if fuse.is_some() { launch } else { Launch::Plain };
+    let w8 = if wide { "w8" } else { "" };
     let name = match fuse {
-        None => format!("attention_d{width}"),
+        None => format!("attention_d{width}{w8}"),
         Some(f) => {
             args.extend([
                 addr(Some(f.qkv))?,
@@ -336,7 +359,7 @@ pub(crate) fn attention(
                 addr(Some(v))?,
                 addr(Some(f.overflow))?,
             ]);
-            format!("attention_rope_d{width}")
+            format!("attention_rope_d{width}{w8}")
         }
     };
     go_as(&dev, &name, q.dtype(), cfg, &args, launch)?;
@@ -408,6 +431,27 @@ pub(crate) fn gemv_launch(n: usize, k: usize, elem: usize, glu: bool) -> (u32, u
 
 /// Rows of `x` the tensor-core kernel takes (`mmv1_*`: 8 * NT with NT = 1).
 pub(crate) const MMV_MAX_M: usize = 8;
+/// Rows of `x` from which a 16-bit product takes the tensor-core kernel rather than the GEMV.
+///
+/// Measured on an H200 (docs/gpu-runs/2026-11-28c-issue32/): the Llama-3.2-1B step took
+/// 1.026–1.033 ms at batch 2 on the GEMV (whose blocks form f(x) and sum for each row of x),
+/// and 0.917–0.921 ms at batch 8 on the tensor-core kernel, whose cost hardly grows with the
+/// rows up to 8 (run 92); batch 2 on it, 0.829–0.840 (run 94). At 1 row the tensor-core
+/// kernel was faster at position 64 (0.824 against 0.833–0.846 ms) but slower at 2,000
+/// (0.924–0.925 against 0.905–0.915) and level at 8,000 (run 95): 1 row stays on the GEMV.
+pub(crate) const MMV_MIN_M: usize = 2;
+
+/// Whether a product of `m` rows of x over `w` `[n, k]` (`glu`: `n` gate/up pairs) in `mode`
+/// (0 none, 1 RMSNorm, 2 SwiGLU prologue) takes the tensor-core kernel: f16 or bf16, from
+/// [`MMV_MIN_M`] to [`MMV_MAX_M`] rows, no SwiGLU prologue, `k` a multiple of 8 and its
+/// shared memory within [`MMV_MAX_SMEM`]. The planner and the launch both ask this.
+pub(crate) fn takes_mmv(m: usize, n: usize, k: usize, dtype: DType, mode: u32, glu: bool) -> bool {
+    (MMV_MIN_M..=MMV_MAX_M).contains(&m)
+        && matches!(dtype, DType::F16 | DType::BF16)
+        && mode != 2
+        && k.is_multiple_of(8)
+        && mmv_launch(n, k, glu, mode == 1).3 <= MMV_MAX_SMEM
+}
 /// Dynamic shared memory the tensor-core kernel may ask for (what every GPU from compute 8.0
 /// gives a block: 99 KB on compute 8.6 and 8.9); past it the norm kernel and cuBLAS take the
 /// product. With an RMSNorm staged, K up to about 5,000 fits (hidden 5,120: QKV's launch
@@ -468,8 +512,8 @@ pub(crate) fn mmv_launch(n: usize, k: usize, glu: bool, staged: bool) -> (u32, u
 
 /// `y = f(x) . w^T (+ residual)` in one kernel; `mode` 0 plain, 1 RMSNorm with `nw`, 2
 /// SwiGLU. With `glu`, `w` is a fused gate/up weight `[2n, k]` and `y = silu(gate) * up` (no
-/// residual, no amax). Up to 2 rows: `gemv` in decode.cu; 3 to 8 rows (f16, bf16, modes 0
-/// and 1): `mmv`. The caller checks the rows, K % 8 == 0, the alignment and the shared memory.
+/// residual, no amax). `mmv` in decode.cu where [`takes_mmv`] says (f16, bf16, 2 to 8 rows,
+/// modes 0 and 1), else `gemv` (up to 2 rows). The caller checks the rows, K % 8 == 0, the alignment and the shared memory.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn gemv(
     x: &Tensor,
@@ -500,10 +544,10 @@ pub(crate) fn gemv(
         }
         None => raw::uninit((m, n), x.dtype(), x.device())?,
     };
-    let tc = m > GEMV_MAX_M;
-    if tc && (m > MMV_MAX_M || mode == 2 || !matches!(x.dtype(), DType::F16 | DType::BF16)) {
+    let tc = takes_mmv(m, n, k, x.dtype(), mode, glu);
+    if !tc && m > GEMV_MAX_M {
         candle_core::bail!(
-            "gemv: the tensor-core kernel takes 3 to {MMV_MAX_M} rows of f16 or bf16, with no SwiGLU prologue"
+            "gemv: {m} rows: the GEMV takes at most {GEMV_MAX_M}, the tensor-core kernel {MMV_MIN_M} to {MMV_MAX_M} rows of f16 or bf16, with no SwiGLU prologue"
         );
     }
     let (cfg, ks, name) = if tc {
@@ -702,6 +746,19 @@ mod tests {
         let (_, _, short) = attention_split(4, 64, 2, 300).unwrap();
         assert_eq!(attention_grid(8, short, 300), (2, 150));
         assert_eq!(attention_split(7, 64, 2, 8256).unwrap().1, 2, "7 query heads a key head: 2 groups of 4");
+    }
+
+    /// The 8-warp kernels: batches 1 and 2 at the Llama-3.2-1B shape and a cache of 8,256 (128
+    /// and 256 blocks), not 4 (512); only 16-bit heads of 64.
+    #[test]
+    fn attention_wide_grids() {
+        let (width, nhg, most) = attention_split(4, 64, 2, 8256).unwrap();
+        for (rows, want) in [(1, true), (2, true), (4, false), (8, false), (32, false)] {
+            let (nsplit, _) = attention_grid(rows * 8 * nhg, most, 8256);
+            assert_eq!(attention_wide(width, 2, rows * 8 * nhg * nsplit), want, "{rows} rows");
+        }
+        assert!(!attention_wide(64, 4, 128), "f32");
+        assert!(!attention_wide(128, 2, 128), "heads of 128");
     }
 
     /// The tensor-core launches at the Llama-3.2-1B shapes are the sweep's best (run18), every

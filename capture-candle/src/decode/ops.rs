@@ -508,8 +508,8 @@ pub enum Prologue<'a> {
 /// `x` is `[rows, K]` (`[rows, 2K]` for [`Prologue::SwiGlu`]), `w` is `[N, K]` (a
 /// `Linear`'s weight), `residual` is `[rows, N]`. On CUDA it is one kernel that streams `w`
 /// once with 16-byte loads for up to [`matvec_rows`](super::matvec_rows) rows (decode of a
-/// batch): a matrix-vector kernel for 1 or 2 rows, a tensor-core kernel for 3 to 8 rows of
-/// f16 or bf16 with no prologue or an RMSNorm one. Otherwise (prefill, larger batches, the
+/// batch): a tensor-core kernel for 2 to 8 rows of f16 or bf16 with no prologue or an
+/// RMSNorm one, else a matrix-vector kernel for 1 or 2 rows. Otherwise (prefill, larger batches, the
 /// CPU) it is the same computation with this crate's transform kernels, a cuBLAS product and
 /// an add. The transform's output is rounded to the element type either way.
 ///
@@ -530,7 +530,7 @@ struct Plan<'a> {
 
 /// Rows of `x` that [`matvec`] and [`matvec_swiglu`] run as one fused kernel on CUDA for
 /// `dtype` (with no prologue or an RMSNorm one; [`Prologue::SwiGlu`] takes
-/// [`MATVEC_ROWS`](super::MATVEC_ROWS)): 8 for f16 and bf16 (the tensor-core kernel from 3
+/// [`MATVEC_ROWS`](super::MATVEC_ROWS)): 8 for f16 and bf16 (the tensor-core kernel from 2
 /// rows), 2 otherwise.
 pub fn matvec_rows(dtype: DType) -> usize {
     match dtype {
@@ -582,13 +582,13 @@ fn plan<'a>(
     // The matrix-vector kernel stages f(x) in shared memory (48 KB at most); the tensor-core
     // kernel stages it for an RMSNorm (gpu::mmv_launch says how much) and reads x in place
     // otherwise, and takes no SwiGLU prologue.
-    let gemv = m <= gpu::GEMV_MAX_M && k % 8 == 0 && m * k * x.dtype().size_in_bytes() <= 48 * 1024;
-    let mmv = (gpu::GEMV_MAX_M + 1..=gpu::MMV_MAX_M).contains(&m)
-        && matches!(x.dtype(), DType::F16 | DType::BF16)
-        && k % 8 == 0
-        && !matches!(prologue, Prologue::SwiGlu)
-        && gpu::mmv_launch(if glu { n / 2 } else { n }, k, glu, matches!(prologue, Prologue::RmsNorm(..))).3
-            <= gpu::MMV_MAX_SMEM;
+    let mode = match prologue {
+        Prologue::None => 0,
+        Prologue::RmsNorm(..) => 1,
+        Prologue::SwiGlu => 2,
+    };
+    let mmv = gpu::takes_mmv(m, if glu { n / 2 } else { n }, k, x.dtype(), mode, glu);
+    let gemv = !mmv && m <= gpu::GEMV_MAX_M && k % 8 == 0 && m * k * x.dtype().size_in_bytes() <= 48 * 1024;
     let fits = gemv || mmv;
     // The kernel reads x, w and the norm weight 16 bytes at a time: views that start off a
     // 16-byte boundary take the fallback path (a misaligned load would fault on the device).

@@ -541,7 +541,8 @@ impl Model {
         } else if fused {
             // Up to `matvec_rows` rows (decode): five kernels a layer: norm + QKV, RoPE + cache
             // write + attention, output projection + residual, norm + gate/up + SwiGLU, down +
-            // residual (matrix-vector kernels for 1 or 2 rows, tensor-core ones for 3 to 8).
+            // residual (tensor-core kernels for 2 to 8 rows of f16 or bf16, else matrix-vector
+            // ones for 1 or 2).
             // Programmatic dependent launch, when set, for the products and attention
             // (`launch`), with the layers' intermediates allocated before the first kernel
             // (`Workspace`).
