@@ -16,7 +16,9 @@
 //            from the end of its wait); t: the first rotary pair's table entries loaded before
 //            the wait (decode.cu's attention OPT bits 1 and 2);
 //   w8n      w8 with QKV and gate/up applying the norm's 1 / rms to their sums, not to the staged
-//            f(x) (decode.cu's DIAG 16: one barrier fewer before the products; other bits).
+//            f(x) (decode.cu's DIAG 16: one barrier fewer before the products; other bits);
+//   w8h      w8 with half as many chunks (a grid of at most 264 blocks, where the crate's rule
+//            aims at 528).
 // A last section times attention alone (16 launches in a graph) for 1, 8 and 32 rows.
 //
 // Built twice from this file:
@@ -111,15 +113,16 @@ static void launch(bool pdl, F f, dim3 grid, u32 threads, u32 smem, A... args) {
     CK(launch_ex(pdl, f, grid, threads, smem, args...));
 }
 
-enum Att { NONE, EMPTY, EMPTY_E, REAL, W4T, W4E, W8, W8E, W8ET, W16ET, W8N, NATT };
-static const char* att_name[] = {"none", "empty", "empty-e", "real", "w4t", "w4e", "w8", "w8e", "w8et", "w16et", "w8n"};
+enum Att { NONE, EMPTY, EMPTY_E, REAL, W4T, W4E, W8, W8E, W8ET, W16ET, W8N, W8H, NATT };
+static const char* att_name[] = {"none", "empty", "empty-e", "real", "w4t", "w4e", "w8", "w8e", "w8et", "w16et", "w8n", "w8h"};
 typedef void (*AttFn)(ATT_FUSE_ARGS(BF16));
 static AttFn att_fn(Att a) {
     switch (a) {
         case W4T: return att_k<4, 2>;
         case W4E: return att_k<4, 1>;
         case W8:
-        case W8N: return att_k<8, 0>;
+        case W8N:
+        case W8H: return att_k<8, 0>;
         case W8E: return att_k<8, 1>;
         case W8ET: return att_k<8, 3>;
         case W16ET: return att_k<16, 3>;
@@ -159,7 +162,10 @@ int main() {
     CK(cudaMemcpy(table, tab.data(), tab.size() * 4, cudaMemcpyHostToDevice));
     // gpu.rs attention_split / attention_grid for B rows: 1 head group; chunks at most 16
     // (ATT_MOST_SPLITS), the grid within 528 blocks (ATT_BLOCKS), at least 1.
-    auto nsplit_of = [](u32 B) { return std::max(1u, std::min(528u / (B * NK), std::min(16u, (S + 255) / 256))); };
+    // w8h: the 8-warp kernel on half the blocks (264: one wave of 2 a multiprocessor).
+    auto nsplit_of = [](u32 B, Att at = REAL) {
+        return std::max(1u, std::min((at == W8H ? 264u : 528u) / (B * NK), std::min(16u, (S + 255) / 256)));
+    };
     u32 *pos, *ctr, *ovf;
     float* part;
     CK(cudaMalloc(&pos, BM * 4)); CK(cudaMalloc(&ctr, BM * NK * 4)); CK(cudaMalloc(&ovf, BM * 4));
@@ -178,7 +184,7 @@ int main() {
     const float scale = 0.125f;
     // Attention for B rows over layer l's cache, its grid's launch programmatic when `pdl`.
     auto attn = [&](u32 l, Att at, u32 B, bool pdl) {
-        const u32 ns = nsplit_of(B), max_chunk = (S + ns - 1) / ns;
+        const u32 ns = nsplit_of(B, at), max_chunk = (S + ns - 1) / ns;
         const dim3 ag(B * NK, 1, ns);
         if (at == EMPTY) launch(pdl, att_empty<false>, ag, 128, 0);
         if (at == EMPTY_E) launch(pdl, att_empty<true>, ag, 128, 0);
@@ -212,7 +218,7 @@ int main() {
         CK(cudaMemcpy(pos, v.data(), BM * 4, cudaMemcpyHostToDevice));
     };
     auto reset_x = [&]() { CK(cudaMemcpy(a0, x0.data(), H * 2, cudaMemcpyHostToDevice)); };
-    const Att real_ones[] = {REAL, W4T, W4E, W8, W8E, W8ET, W16ET};
+    const Att real_ones[] = {REAL, W4T, W4E, W8, W8E, W8ET, W16ET, W8H};
 
     // Correctness: attention's output for 1, 8 and 32 rows at three positions, each variant
     // against the crate's kernel. OPT changes nothing in the sums (the same bits); more warps

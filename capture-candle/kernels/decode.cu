@@ -798,10 +798,10 @@ __device__ void attention(const typename E::T* q, const typename E::T* kc, const
                                                                   vw, overflow});                            \
     }
 // attention[_rope]_d64w8_*: the 16-bit d64 kernels with ATT_WARPS_WIDE (8) warps a block, at
-// most 2 blocks a multiprocessor (128 registers a thread, no spills): gpu.rs takes them for a
-// grid that fits 2 a multiprocessor (batch 1 and 2 at the Llama-3.2-1B shape), where each warp
-// then takes half as many groups of keys. The sums are the same; the warps' results merge in
-// another order.
+// most 2 blocks a multiprocessor (128 registers a thread, no spills): gpu.rs takes them for
+// decode batches (at most 264 blocks a chunk), on grids of at most 264 blocks (one wave), where
+// each warp takes half as many groups of keys as in the 4-warp kernel on 528. The sums are the
+// same; the warps' results merge in another order.
 #define ATT_WARPS_WIDE 8
 #define INSTANTIATE_ATT_WIDE(E, SUF)                                                                          \
     extern "C" __global__ void __launch_bounds__(ATT_WARPS_WIDE * 32, 2) attention_d64w8_##SUF(ATT_ARGS(E)) { \

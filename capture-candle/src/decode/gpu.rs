@@ -151,23 +151,30 @@ const _: () = assert!(ATT_MOST_SPLITS <= ATT_MAX_SPLITS, "the kernel combines at
 /// Threads per block of the 8-warp kernels (`attention_d64w8`, `attention_rope_d64w8`:
 /// `ATT_WARPS_WIDE`).
 const ATT_WIDE_THREADS: u32 = 256;
-/// Blocks a grid may have for the 8-warp kernels: two of them a multiprocessor (128 registers
-/// a thread) on an H100's 132, one wave.
+/// Blocks the 8-warp kernels' grid aims at (as [`ATT_BLOCKS`] for the 4-warp ones): two of
+/// them a multiprocessor (128 registers a thread) on an H100's 132, one wave, with as many
+/// warps as 528 blocks of 4.
 ///
-/// Measured on an H200 (bench/attention_chain_probe.cu, docs/gpu-runs/2026-11-28c-issue32/
-/// run90): in the batch-1 chain of 16 layers (QKV, RoPE + attention, O, gate/up, down under
-/// PDL; 128 attention blocks) the layer took 42.6 against 43.3 µs at position 64, 46.2 against
-/// 48.7 at 2,000 and 50.9 against 53.7 at 8,000: each warp takes half as many groups of keys.
-/// Attention alone at batch 8 (512 blocks, two waves of the 8-warp kernel) was slower from
-/// position 2,000: 17.0 against 14.5 µs, and 39.6 against 38.0 at 8,000.
+/// Measured on an H200 (bench/attention_chain_probe.cu, docs/gpu-runs/2026-11-28c-issue32/):
+/// - in the batch-1 chain of 16 layers (QKV, RoPE + attention, O, gate/up, down under PDL; 128
+///   attention blocks either way) the layer took 42.6 against 43.3 µs at position 64, 46.2
+///   against 48.7 at 2,000 and 50.9 against 53.7 at 8,000 (run 90): each warp takes half as
+///   many groups of keys;
+/// - attention alone at batch 8, on 512 blocks (two waves of the 8-warp kernel), was slower from
+///   position 2,000: 17.0 against 14.5 µs (run 90); on 256 blocks (half as many chunks) it was
+///   faster everywhere: 3.10 against 3.70 at position 64, 13.45 against 14.5 at 2,000, 37.1
+///   against 38.1–38.3 at 8,000; batch 32 on 256 blocks (one chunk): 4.43 against 4.66, 34.6
+///   against 37.4, 130.2 against 132.4 (run 96).
 const ATT_WIDE_BLOCKS: usize = 264;
 
-/// Whether an attention launch of `blocks` blocks (every chunk's) at width `width` takes the
-/// 8-warp kernel: 16-bit types (`elem` bytes), heads of at most 64, a grid of at most
-/// [`ATT_WIDE_BLOCKS`]. The fused and the plain kernels follow the same rule, so that the two
-/// give the same bits.
-fn attention_wide(width: usize, elem: usize, blocks: usize) -> bool {
-    width == 64 && elem == 2 && blocks <= ATT_WIDE_BLOCKS
+/// Whether an attention launch with `per_chunk` blocks a chunk (rows x key heads x head
+/// groups x tokens) at width `width` takes the 8-warp kernel: 16-bit types (`elem` bytes),
+/// heads of at most 64, and `per_chunk` at most [`ATT_WIDE_BLOCKS`] (every decode batch up to
+/// 32 at Llama-3.2-1B's shape; not a prefill chunk of 256 tokens). Its grid then aims at
+/// [`ATT_WIDE_BLOCKS`] ([`attention_grid`]). The fused and the plain kernels follow the same
+/// rule, so that the two give the same bits.
+fn attention_wide(width: usize, elem: usize, per_chunk: usize) -> bool {
+    width == 64 && elem == 2 && per_chunk <= ATT_WIDE_BLOCKS
 }
 /// The shortest chunk, in keys (the kernel rounds chunks up to a multiple of 64: 16 keys for
 /// each of its 4 warps). Against 128 keys (same sweep), 256 saves 4.0 µs a layer at batch 1,
@@ -198,10 +205,12 @@ pub(crate) fn attention_split(g: usize, dim: usize, _elem: usize, max_seq: usize
 
 /// The grid's depth (chunks at most) and longest chunk for `blocks` blocks per chunk (rows x
 /// key heads x head groups x tokens): as many chunks as keep the grid within [`ATT_BLOCKS`]
+/// ([`ATT_WIDE_BLOCKS`] for the 8-warp kernels, `wide`: at most as many chunks)
 /// blocks at a prefix of `max_seq` (at least 1), at most `most`; the kernel sizes the chunks
 /// from the actual length on the device, so a shorter prefix runs fewer of them.
-fn attention_grid(blocks: usize, most: usize, max_seq: usize) -> (usize, usize) {
-    let nsplit = (ATT_BLOCKS / blocks.max(1)).clamp(1, most);
+fn attention_grid(blocks: usize, most: usize, max_seq: usize, wide: bool) -> (usize, usize) {
+    let aim = if wide { ATT_WIDE_BLOCKS } else { ATT_BLOCKS };
+    let nsplit = (aim / blocks.max(1)).clamp(1, most);
     (nsplit, max_seq.div_ceil(nsplit))
 }
 
@@ -239,13 +248,14 @@ fn written_in_full(op: &str, t: &Tensor, dtype: DType, len: usize) -> Result<()>
 }
 
 /// Elements of the f32 scratch `attention` needs for these sizes (its partial results per
-/// chunk), or `None` for a shape it does not take.
+/// chunk), or `None` for a shape it does not take: for the 4-warp kernels' chunks, which are
+/// at least as many as the 8-warp kernels' (whichever the launch takes, this is enough).
 pub(crate) fn attention_scratch_len(
     (b, nq, t, dim): (usize, usize, usize, usize),
     (nk, max_seq): (usize, usize),
 ) -> Option<usize> {
     let (_, nhg, most) = attention_split(nq / nk.max(1), dim, 0, max_seq)?;
-    let (nsplit, _) = attention_grid(b * nk * nhg * t, most, max_seq);
+    let (nsplit, _) = attention_grid(b * nk * nhg * t, most, max_seq, false);
     Some(b * nq * t * nsplit * (dim + 4))
 }
 
@@ -293,8 +303,8 @@ pub(crate) fn attention(
     let Ok(grid_x) = u32::try_from(b * nk * nhg) else {
         candle_core::bail!("attention: {b} rows x {nk} key heads x {nhg} head groups do not fit a grid");
     };
-    let (nsplit, max_chunk) = attention_grid(b * nk * nhg * t, most, max_seq);
-    let wide = attention_wide(width, elem, b * nk * nhg * t * nsplit);
+    let wide = attention_wide(width, elem, b * nk * nhg * t);
+    let (nsplit, max_chunk) = attention_grid(b * nk * nhg * t, most, max_seq, wide);
     // The counters the last block of each (row, head, token) finds: the cache's own (kept
     // at 0 by the kernel), or fresh zeros for a call with more token rows than they cover.
     let fresh;
@@ -433,10 +443,10 @@ pub(crate) fn gemv_launch(n: usize, k: usize, elem: usize, glu: bool) -> (u32, u
 pub(crate) const MMV_MAX_M: usize = 8;
 /// Rows of `x` from which a 16-bit product takes the tensor-core kernel rather than the GEMV.
 ///
-/// Measured on an H200 (docs/gpu-runs/2026-11-28c-issue32/): the Llama-3.2-1B step took
-/// 1.026–1.033 ms at batch 2 on the GEMV (whose blocks form f(x) and sum for each row of x),
-/// and 0.917–0.921 ms at batch 8 on the tensor-core kernel, whose cost hardly grows with the
-/// rows up to 8 (run 92); batch 2 on it, 0.829–0.840 (run 94). At 1 row the tensor-core
+/// Measured on an H200 (docs/gpu-runs/2026-11-28c-issue32/): at position 64 the Llama-3.2-1B
+/// step took 1.026–1.033 ms at batch 2 on the GEMV (whose blocks form f(x) and sum for each
+/// row of x), and 0.917–0.921 ms at batch 8 on the tensor-core kernel, whose cost hardly grows
+/// with the rows up to 8 (run 92); batch 2 on it, 0.829–0.840 (run 94). At 1 row the tensor-core
 /// kernel was faster at position 64 (0.824 against 0.833–0.846 ms) but slower at 2,000
 /// (0.924–0.925 against 0.905–0.915) and level at 8,000 (run 95): 1 row stays on the GEMV.
 pub(crate) const MMV_MIN_M: usize = 2;
@@ -737,26 +747,35 @@ mod tests {
         let (_, nhg, most) = attention_split(4, 64, 2, 8256).unwrap();
         assert_eq!((nhg, most), (1, 16));
         for (rows, want) in [(1, 16), (2, 16), (4, 16), (8, 8), (16, 4), (32, 2), (64, 1), (128, 1)] {
-            let (nsplit, chunk) = attention_grid(rows * 8 * nhg, most, 8256);
+            let (nsplit, chunk) = attention_grid(rows * 8 * nhg, most, 8256, false);
             assert_eq!(nsplit, want, "{rows} rows");
             assert!(nsplit * 8 * rows <= ATT_BLOCKS || nsplit == 1, "{rows} rows: {nsplit} chunks");
             assert!(nsplit * chunk >= 8256, "{rows} rows: {nsplit} x {chunk} leave keys out");
         }
-        assert_eq!(attention_grid(8 * 256, most, 8256).0, 1, "a 256-token prefill chunk");
+        assert_eq!(attention_grid(8 * 256, most, 8256, false).0, 1, "a 256-token prefill chunk");
         let (_, _, short) = attention_split(4, 64, 2, 300).unwrap();
-        assert_eq!(attention_grid(8, short, 300), (2, 150));
+        assert_eq!(attention_grid(8, short, 300, false), (2, 150));
         assert_eq!(attention_split(7, 64, 2, 8256).unwrap().1, 2, "7 query heads a key head: 2 groups of 4");
     }
 
-    /// The 8-warp kernels: batches 1 and 2 at the Llama-3.2-1B shape and a cache of 8,256 (128
-    /// and 256 blocks), not 4 (512); only 16-bit heads of 64.
+    /// The 8-warp kernels at the Llama-3.2-1B shape and a cache of 8,256: every decode batch up
+    /// to 32, on grids of at most 264 blocks (half as many chunks as the 4-warp kernels, so the
+    /// scratch sized for those holds them), not 64 rows or a prefill chunk; only 16-bit heads
+    /// of 64.
     #[test]
     fn attention_wide_grids() {
         let (width, nhg, most) = attention_split(4, 64, 2, 8256).unwrap();
-        for (rows, want) in [(1, true), (2, true), (4, false), (8, false), (32, false)] {
-            let (nsplit, _) = attention_grid(rows * 8 * nhg, most, 8256);
-            assert_eq!(attention_wide(width, 2, rows * 8 * nhg * nsplit), want, "{rows} rows");
+        for (rows, chunks) in [(1, 16), (2, 16), (4, 8), (8, 4), (16, 2), (32, 1)] {
+            let per_chunk = rows * 8 * nhg;
+            assert!(attention_wide(width, 2, per_chunk), "{rows} rows");
+            let (nsplit, chunk) = attention_grid(per_chunk, most, 8256, true);
+            assert_eq!(nsplit, chunks, "{rows} rows");
+            assert!(nsplit * per_chunk <= ATT_WIDE_BLOCKS, "{rows} rows: {nsplit} chunks");
+            assert!(nsplit * chunk >= 8256, "{rows} rows: {nsplit} x {chunk} leave keys out");
+            assert!(nsplit <= attention_grid(per_chunk, most, 8256, false).0, "{rows} rows: the scratch");
         }
+        assert!(!attention_wide(width, 2, 64 * 8 * nhg), "64 rows");
+        assert!(!attention_wide(width, 2, 8 * 256), "a 256-token prefill chunk");
         assert!(!attention_wide(64, 4, 128), "f32");
         assert!(!attention_wide(128, 2, 128), "heads of 128");
     }
