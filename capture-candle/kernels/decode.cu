@@ -1362,7 +1362,7 @@ __device__ void gemv(const typename E::T* x, const typename E::T* W, u32 M, u32 
 //
 // Dynamic shared memory: (STAGE) (8 * NT + 1) * (K / 8 + MMV_PAD) * 16 bytes, then warps * TA *
 // 16 * (8 * NT + 1) * 4 bytes (the warps' sums). Blocks of 256 or 512 threads; ks divides the
-// warps. The crate launches NT = 1 (3 to 8 rows: gpu.rs `mmv_launch`); bench/mmv_probe.cu
+// warps. The crate launches NT = 1 (2 to 8 rows: gpu.rs `mmv_launch`, `takes_mmv`); bench/mmv_probe.cu
 // measures NT = 2 and 4 as well.
 #define MMV_WARPS_MAX 16
 #define MMV_MAX_M 32
@@ -2603,7 +2603,7 @@ __device__ void sample_pick(const typename E::T* logits, u32 V, u32 parts, u32 c
 INSTANTIATE_GEMV(F32, f32)
 INSTANTIATE_GEMV(F16, f16)
 INSTANTIATE_GEMV(BF16, bf16)
-// mmv1[_glu][_st]_{SUF}: 3 to 8 rows of x; the GLU epilogue; mode 1 (f(x) staged) or mode 0.
+// mmv1[_glu][_st]_{SUF}: 2 to 8 rows of x; the GLU epilogue; mode 1 (f(x) staged) or mode 0.
 #define INSTANTIATE_MMV(E, SUF)                                                                             \
     extern "C" __global__ void __launch_bounds__(MMV_WARPS_MAX * 32, 1) mmv1_##SUF(                          \
         const E::T* x, const E::T* W, u32 M, u32 N, u32 K, u32 mode, const E::T* nw, float eps,             \

@@ -901,8 +901,9 @@ fn rms_projection_checked(
 /// The tensor-core projection with an RMSNorm at sizes whose shared memory passes 48 KB only
 /// with the kernel's static part, against candle's ops: 3 rows, 2,112 outputs; K = 2176 plain
 /// (the staged f(x) and 16 warps' sums take 48,960 bytes) and K = 2168 with SwiGLU (8 warps:
-/// 48,816); the kernel's own 384 bytes come on top; and the matrix-vector kernel at 2 rows of
-/// K = 12,288. Counting only the dynamic part, the launches would fail.
+/// 48,816); the kernel's own 384 bytes come on top; and the matrix-vector kernel with x staged
+/// whole in 48 KB: 1 row of bf16 at K = 24,576 and 2 rows of f32 at K = 6,144 (2 rows of bf16
+/// take the tensor-core kernel). Counting only the dynamic part, the launches would fail.
 #[test]
 #[ignore = "needs a CUDA device"]
 fn matvec_at_the_48_kb_shared_memory_line_gpu() {
@@ -911,15 +912,17 @@ fn matvec_at_the_48_kb_shared_memory_line_gpu() {
     for (n, k, glu) in [(2112, 2176, false), (2112, 2168, true)] {
         rms_projection_checked(&dev, 3, n, k, glu, 60);
     }
-    // The matrix-vector kernel at 2 rows of K = 12,288: x staged whole takes the 48 KB, and the
-    // kernel's own shared memory comes on top.
+    // The matrix-vector kernel with x staged whole in the 48 KB, and the kernel's own shared
+    // memory on top.
     let cpu = |t: &Tensor| t.to_device(&Device::Cpu).unwrap().to_dtype(DType::F32).unwrap();
-    let w = rand(&[64, 12288], DType::BF16, &dev, 63);
-    let x = rand(&[2, 12288], DType::BF16, &dev, 64);
-    let got = decode::matvec(&x, &w, Prologue::None, None).unwrap();
-    let want = cpu(&x).matmul(&cpu(&w).t().unwrap()).unwrap();
-    let e = rel_err(&f32s(&got), &f32s(&want));
-    assert!(e < tol(DType::BF16) * 2.0, "2 rows, k 12288: rel err {e}");
+    for (rows, k, dtype) in [(1, 24_576, DType::BF16), (2, 6144, DType::F32)] {
+        let w = rand(&[64, k], dtype, &dev, 63);
+        let x = rand(&[rows, k], dtype, &dev, 64);
+        let got = decode::matvec(&x, &w, Prologue::None, None).unwrap();
+        let want = cpu(&x).matmul(&cpu(&w).t().unwrap()).unwrap();
+        let e = rel_err(&f32s(&got), &f32s(&want));
+        assert!(e < tol(dtype) * 2.0, "{rows} rows of {dtype:?}, k {k}: rel err {e}");
+    }
 }
 
 /// RMSNorm projections of 8 rows around the tensor-core kernel's 96 KB of shared memory,

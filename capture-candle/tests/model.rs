@@ -355,8 +355,8 @@ fn programmatic_launch_is_not_in_effect_on_the_cpu() {
 
 /// Programmatic dependent launch, on by default where the GPU has it, changes when the step's
 /// products and attention start, not what they compute: its eager steps and its captured
-/// replays give the plain eager step's tokens and logits, bit for bit, at one and two rows
-/// (the gemv kernels) and four (the tensor-core ones), greedy and sampled, for the tiny Llama
+/// replays give the plain eager step's tokens and logits, bit for bit, at one row (the gemv
+/// kernels), two and four (the tensor-core ones, in bf16), greedy and sampled, for the tiny Llama
 /// and Qwen2 configs (Qwen2's QKV bias) and for four layers of Llama-3.2-1B's shapes; and the
 /// captured graph holds the programmatic edges. The prompts (600 tokens and more, a row each
 /// at its own length) put the prefix past one attention chunk: the chunks' partial results
@@ -386,7 +386,7 @@ fn programmatic_launch_gives_the_plain_steps_bits_gpu() {
         }
         let pdl = Arc::new(m);
         let topk = SamplingParams::new(0.8, 50, 0.95).unwrap();
-        // 1 and 2 rows: the matrix-vector kernels; 4: the tensor-core ones.
+        // 1 row: the matrix-vector kernels; 2 and 4 (bf16): the tensor-core ones.
         for batch in [1, 2, 4] {
             let start = |m: &Model| {
                 let st = m.new_state(batch).unwrap();

@@ -177,9 +177,10 @@ fn attention_wide(width: usize, elem: usize, per_chunk: usize) -> bool {
     width == 64 && elem == 2 && per_chunk <= ATT_WIDE_BLOCKS
 }
 /// The shortest chunk, in keys (the kernel rounds chunks up to a multiple of 64: 16 keys for
-/// each of its 4 warps). Against 128 keys (same sweep), 256 saves 4.0 µs a layer at batch 1,
-/// position 8,000 and 3.1 at batch 8, position 2,000, and is level elsewhere: a chunk's fixed
-/// cost (its partial sums and their combination) over fewer, longer chunks.
+/// each of its 4 warps; the 8-warp kernels leave half their warps idle on a chunk of 64).
+/// Against 128 keys (same sweep), 256 saves 4.0 µs a layer at batch 1, position 8,000 and 3.1
+/// at batch 8, position 2,000, and is level elsewhere: a chunk's fixed cost (its partial sums
+/// and their combination) over fewer, longer chunks.
 const ATT_MIN_CHUNK: usize = 256;
 
 /// The attention kernel for `g` query heads per key head of `dim` elements over a cache of

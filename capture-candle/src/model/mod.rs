@@ -75,7 +75,8 @@ struct Layer {
 enum Route {
     /// The fused kernels; cuBLAS products past `decode::matvec_rows` rows.
     Fused,
-    /// The fused kernels with cuBLAS products at every batch (the baseline of 3 to 8 rows).
+    /// The fused kernels with cuBLAS products at every batch (the tensor-core products'
+    /// baseline, 2 to 8 rows).
     CublasProducts,
     /// candle's ops.
     Unfused,
