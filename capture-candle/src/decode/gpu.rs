@@ -304,8 +304,9 @@ pub(crate) fn attention(
     let Ok(grid_x) = u32::try_from(b * nk * nhg) else {
         candle_core::bail!("attention: {b} rows x {nk} key heads x {nhg} head groups do not fit a grid");
     };
-    let wide = attention_wide(width, elem, b * nk * nhg * t);
-    let (nsplit, max_chunk) = attention_grid(b * nk * nhg * t, most, max_seq, wide);
+    let per_chunk = b * nk * nhg * t;
+    let wide = attention_wide(width, elem, per_chunk);
+    let (nsplit, max_chunk) = attention_grid(per_chunk, most, max_seq, wide);
     // The counters the last block of each (row, head, token) finds: the cache's own (kept
     // at 0 by the kernel), or fresh zeros for a call with more token rows than they cover.
     let fresh;

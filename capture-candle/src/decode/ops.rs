@@ -582,10 +582,11 @@ fn plan<'a>(
     // The matrix-vector kernel stages f(x) in shared memory (48 KB at most); the tensor-core
     // kernel stages it for an RMSNorm (gpu::mmv_launch says how much) and reads x in place
     // otherwise, and takes no SwiGLU prologue.
-    let mode = match prologue {
-        Prologue::None => 0,
-        Prologue::RmsNorm(..) => 1,
-        Prologue::SwiGlu => 2,
+    // The fused kernels' mode, norm weight and epsilon for this prologue.
+    let (mode, nw, eps) = match prologue {
+        Prologue::None => (0, None, 1e-6),
+        Prologue::RmsNorm(nw, eps) => (1, Some(nw), eps as f32),
+        Prologue::SwiGlu => (2, None, 1e-6),
     };
     let mmv = gpu::takes_mmv(m, if glu { n / 2 } else { n }, k, x.dtype(), mode, glu);
     let gemv = !mmv && m <= gpu::GEMV_MAX_M && k % 8 == 0 && m * k * x.dtype().size_in_bytes() <= 48 * 1024;
@@ -598,11 +599,7 @@ fn plan<'a>(
         Prologue::RmsNorm(nw, _) => cuda && aligned(nw),
         _ => true,
     };
-    let kernel = (cuda && fits && aligned(x) && aligned(w) && nw_aligned).then_some(match prologue {
-        Prologue::None => (0, None, 1e-6),
-        Prologue::RmsNorm(nw, eps) => (1, Some(nw), eps as f32),
-        Prologue::SwiGlu => (2, None, 1e-6),
-    });
+    let kernel = (cuda && fits && aligned(x) && aligned(w) && nw_aligned).then_some((mode, nw, eps));
     Ok(Plan { m, n, k, kernel })
 }
 
