@@ -206,9 +206,9 @@ pub(crate) fn attention_split(g: usize, dim: usize, _elem: usize, max_seq: usize
 
 /// The grid's depth (chunks at most) and longest chunk for `blocks` blocks per chunk (rows x
 /// key heads x head groups x tokens): as many chunks as keep the grid within [`ATT_BLOCKS`]
-/// ([`ATT_WIDE_BLOCKS`] for the 8-warp kernels, `wide`: at most as many chunks)
-/// blocks at a prefix of `max_seq` (at least 1), at most `most`; the kernel sizes the chunks
-/// from the actual length on the device, so a shorter prefix runs fewer of them.
+/// blocks ([`ATT_WIDE_BLOCKS`] for the 8-warp kernels, `wide`: never more chunks) at a prefix
+/// of `max_seq` (at least 1), at most `most`; the kernel sizes the chunks from the actual
+/// length on the device, so a shorter prefix runs fewer of them.
 fn attention_grid(blocks: usize, most: usize, max_seq: usize, wide: bool) -> (usize, usize) {
     let aim = if wide { ATT_WIDE_BLOCKS } else { ATT_BLOCKS };
     let nsplit = (aim / blocks.max(1)).clamp(1, most);
@@ -525,7 +525,8 @@ pub(crate) fn mmv_launch(n: usize, k: usize, glu: bool, staged: bool) -> (u32, u
 /// `y = f(x) . w^T (+ residual)` in one kernel; `mode` 0 plain, 1 RMSNorm with `nw`, 2
 /// SwiGLU. With `glu`, `w` is a fused gate/up weight `[2n, k]` and `y = silu(gate) * up` (no
 /// residual, no amax). `mmv` in decode.cu where [`takes_mmv`] says (f16, bf16, 2 to 8 rows,
-/// modes 0 and 1), else `gemv` (up to 2 rows). The caller checks the rows, K % 8 == 0, the alignment and the shared memory.
+/// modes 0 and 1), else `gemv` (up to 2 rows). The caller checks the rows, K % 8 == 0, the
+/// alignment and the shared memory.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn gemv(
     x: &Tensor,

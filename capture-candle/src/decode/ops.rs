@@ -509,9 +509,9 @@ pub enum Prologue<'a> {
 /// `Linear`'s weight), `residual` is `[rows, N]`. On CUDA it is one kernel that streams `w`
 /// once with 16-byte loads for up to [`matvec_rows`](super::matvec_rows) rows (decode of a
 /// batch): a tensor-core kernel for 2 to 8 rows of f16 or bf16 with no prologue or an
-/// RMSNorm one, else a matrix-vector kernel for 1 or 2 rows. Otherwise (prefill, larger batches, the
-/// CPU) it is the same computation with this crate's transform kernels, a cuBLAS product and
-/// an add. The transform's output is rounded to the element type either way.
+/// RMSNorm one, else a matrix-vector kernel for 1 or 2 rows. Otherwise (prefill, larger
+/// batches, the CPU) it is the same computation with this crate's transform kernels, a cuBLAS
+/// product and an add. The transform's output is rounded to the element type either way.
 ///
 /// # Errors
 /// [`Error::BadOperands`] for shapes or dtypes that do not fit.
