@@ -170,10 +170,6 @@ __device__ void rope_write(const typename E::T* src, u32 stride, u32 col0, const
 // attention_d128_<type>, attention_d256_<type>); g at most 16; nsplit at most
 // ATT_MAX_SPLITS. No dynamic shared memory. Block: ATT_WARPS warps (ATT_WARPS_WIDE in the
 // d64w8 entry points, below).
-//
-// OPT (bench/attention_chain_probe.cu only; 0 here), under PDL: 1 lets the successor launch
-// from the block's start instead of from the end of its wait; 2 loads the first rotary pair's
-// table entries before the wait. Neither made the batch-1 chain faster (run 90).
 #define ATT_WARPS 4
 #define ATT_HEADS 4
 #define ATT_MAX_SPLITS 64
@@ -326,7 +322,7 @@ static __device__ __forceinline__ void pdl_prefetch(const void*) {}
 #define DECODE_TRACE(site, a, b, c)
 #endif
 
-template <typename E, u32 DP, u32 GK, u32 NW, bool MMA, bool PF, bool FUSE = false, u32 OPT = 0>
+template <typename E, u32 DP, u32 GK, u32 NW, bool MMA, bool PF, bool FUSE = false>
 __device__ void attention(const typename E::T* q, const typename E::T* kc, const typename E::T* vc,
                           const u32* pos, u32 T, u32 nq, u32 nk, u32 S, u32 dim, u32 nsplit, u32 max_chunk,
                           u32 min_chunk, float scale, float* part, u32* counters, typename E::T* out,
@@ -445,23 +441,10 @@ __device__ void attention(const typename E::T* q, const typename E::T* kc, const
     // FUSE with PF (the 16-bit d64 kernels): the first group's loads go out before the queries
     // are formed (they do not depend on them), so their latency overlaps the loads of qkv.
     DECODE_TRACE(9, n, 0, 0);
-    // OPT & 2 (FUSE): the cosine and sine of this thread's first rotary pair (below), loaded
-    // before the wait (the table is no kernel's output).
-    float pre_c = 0.f, pre_s = 0.f;
-    if constexpr (FUSE && (OPT & 2)) {
-        const u32 pc = over ? S - 1 : p, half = dim / 2, qp = gh * half;
-        if (tid < qp + half) {
-            const u32 i = tid < qp ? tid % half : tid - qp;
-            pre_c = f.table[(u64)pc * dim + i];
-            pre_s = f.table[(u64)pc * dim + half + i];
-        }
-    }
-    // OPT & 1: the successor may launch from this block's start, not from its wait's end.
-    if constexpr (PDL && (OPT & 1)) pdl_trigger();
     if (FUSE && PF && w < (n + GK - 1) / GK) load(G, w);
     if constexpr (PDL) {
         pdl_wait();
-        if constexpr (!(OPT & 1)) pdl_trigger();
+        pdl_trigger();
         // (c = 0 never returned above: start 0 < len.)
         if (over && kh == 0 && hg == 0 && c == 0 && threadIdx.x == 0) f.overflow[b] = 1;
     }
@@ -485,10 +468,7 @@ __device__ void attention(const typename E::T* q, const typename E::T* kc, const
                 x1 += E::ld(f.bias, (u64)head * dim + i1);
                 x2 += E::ld(f.bias, (u64)head * dim + i2);
             }
-            if (kind < 2) {
-                if ((OPT & 2) && x == tid) rope_cs(pre_c, pre_s, x1, x2);
-                else rope_pair(f.table, pc, dim, i, x1, x2);
-            }
+            if (kind < 2) rope_pair(f.table, pc, dim, i, x1, x2);
             Elem* dst = kind == 0 ? att_qn[hh] : kind == 1 ? att_kn : att_vn;
             E::st(dst, i1, x1);
             E::st(dst, i2, x2);
@@ -925,9 +905,7 @@ __device__ void silu_mul(const typename E::T* in, u32 inter, u64 n, typename E::
 //
 // DIAG (bench/gemv_probe.cu only; 0 here): 1 skips the staging (f(x) = 1), 2 replaces the
 // products by an XOR of the weights' bits, 3 both: the GEMV's access pattern alone; 4 loads
-// the weights through L1; 8 stages x in mode 0 as well; 16 (the held norm only) applies the
-// norm's 1 / rms to the sums instead of to f(x): f(x) = round(x * nw) is staged with no barrier
-// of its own, and the warps' sums of squares meet behind the staging's barrier (other bits).
+// the weights through L1; 8 stages x in mode 0 as well.
 //
 // PDL: a programmatic dependent launch's hooks, compiled only with DECODE_PDL for sm_90 and
 // later (kernels/decode_pdl.ptx, which the step uses on such GPUs; decode.ptx has none), in
@@ -1065,7 +1043,6 @@ __device__ void gemv_body(const typename E::T* x, const typename E::T* W, u32 M,
     extern __shared__ float gsm[];
     T* xs = reinterpret_cast<T*>(gsm);  // [M][K]
     __shared__ float red[GEMV_MAX_WARPS];
-    __shared__ float red16[(DIAG & 16) ? GEMV_MAX_M : 1][(DIAG & 16) ? GEMV_MAX_WARPS : 1];  // DIAG 16
     __shared__ float parts[GEMV_MAX_WARPS][2 * GEMV_MAX_M];
     __shared__ unsigned long long bmax[GEMV_MAX_M];
     const u32 nt = blockDim.x, nwarps = nt / 32;
@@ -1137,12 +1114,6 @@ __device__ void gemv_body(const typename E::T* x, const typename E::T* W, u32 M,
             xw = *reinterpret_cast<const uint4*>(x + (u64)m * K + hk);
             add_squares<E>(xw, ss);
         }
-        if (DIAG & 16) {
-            ss = warp_sum(ss);
-            if (lane == 0) red16[(DIAG & 16) ? m : 0][(DIAG & 16) ? warp : 0] = ss;
-            if (hk < K) *reinterpret_cast<uint4*>(xs + (u64)m * K + hk) = normed<E>(xw, nw_h, 1.f);
-            continue;
-        }
         const float inv = block_inv_rms(ss, red, warp, lane, nwarps, K, eps);
         if (hk < K) *reinterpret_cast<uint4*>(xs + (u64)m * K + hk) = normed<E>(xw, nw_h, inv);
     }
@@ -1184,14 +1155,6 @@ __device__ void gemv_body(const typename E::T* x, const typename E::T* W, u32 M,
         }
     }
     if (!XG) __syncthreads();
-    // DIAG 16: each row's 1 / rms from the warps' sums, in warp order (as block_inv_rms).
-    float inv16[GEMV_MAX_M] = {1.f, 1.f};
-    if ((DIAG & 16) && held)
-        for (u32 m = 0; m < M; ++m) {
-            float tot = 0.f;
-            for (u32 i = 0; i < nwarps; ++i) tot += red16[(DIAG & 16) ? m : 0][(DIAG & 16) ? i : 0];
-            inv16[m] = rsqrtf(tot / K + eps);
-        }
     // Where the products read f(x): shared memory, or x itself (through L1).
     const T* fx = XG ? x : xs;
     unsigned long long best = 0;
@@ -1275,11 +1238,6 @@ __device__ void gemv_body(const typename E::T* x, const typename E::T* W, u32 M,
                 mine = v;
                 mine_up = vu;
             }
-        }
-        if ((DIAG & 16) && held) {
-            const float s16 = e_m == 0 ? inv16[0] : inv16[1];
-            mine *= s16;
-            mine_up *= s16;
         }
         const u32 no = grp * rows_blk + e_row;
         if (e_on && no < N) {
