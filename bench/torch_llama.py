@@ -42,6 +42,7 @@ than greedy, the table gains a `sampling` column and each row's time over greedy
 """
 
 import argparse
+import ctypes
 import json
 import math
 import time
@@ -51,7 +52,22 @@ import torch._dynamo.config
 import torch._inductor.config
 import torch.nn.functional as F
 
-HBM = 3.35e12
+
+
+def peak_bandwidth(ordinal=0):
+    """The device's peak memory bandwidth in bytes/s from the driver (memory clock in kHz x 2 x
+    bus width in bits / 8; an H100 SXM: 3.35 TB/s), or None where the driver does not say."""
+    try:
+        cu = ctypes.CDLL("libcuda.so.1")
+        dev, clock, bits = ctypes.c_int(), ctypes.c_int(), ctypes.c_int()
+        ok = cu.cuInit(0) == 0 and cu.cuDeviceGet(ctypes.byref(dev), ordinal) == 0
+        # CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE (36), CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH (37).
+        ok = ok and cu.cuDeviceGetAttribute(ctypes.byref(clock), 36, dev) == 0
+        ok = ok and cu.cuDeviceGetAttribute(ctypes.byref(bits), 37, dev) == 0
+    except OSError:
+        return None
+    return clock.value * 1e3 * 2 * bits.value / 8 if ok and clock.value > 0 and bits.value > 0 else None
+
 # The sampled modes: temperature, top-k (0: every token), top-p (1: every token).
 SAMPLING = {"topk": (0.8, 50, 0.95), "plain": (1.0, 0, 1.0)}
 MODES = ("greedy", "topk", "plain")
@@ -233,7 +249,10 @@ def main():
         if hasattr(torch._dynamo.config, name):
             setattr(torch._dynamo.config, name, max(getattr(torch._dynamo.config, name), 64))
     sampled = any(m != "greedy" for m in modes)
-    print(f"# torch {torch.__version__}, {torch.cuda.get_device_name()}: Llama-3.2-1B config, bf16, max_seq {a.max_seq}")
+    peak = peak_bandwidth(torch.cuda.current_device())
+    against = f"this device's peak, {peak / 1e12:.2f} TB/s" if peak else "nothing (the driver does not say)"
+    print(f"# torch {torch.__version__}, {torch.cuda.get_device_name()}: Llama-3.2-1B config, bf16, max_seq {a.max_seq}; "
+          f"HBM share against {against}")
     if sampled:
         print("\n| batch | position | path | ms/token (median) | min | max | tokens/s | HBM share | kernels/step | capture+instantiate ms | sampling | ÷ greedy |")
         print("|---|---|---|---|---|---|---|---|---|---|---|---|")
@@ -293,10 +312,10 @@ def main():
                 meds[(mode, name)] = t[len(t) // 2]
             for (mode, name, fn, g, cap), t, kern in zip(runs, times, kernels):
                 med = meds[(mode, name)]
-                share = (weights + kv_bytes) / (med * 1e-3) / HBM
+                share = f"{(weights + kv_bytes) / (med * 1e-3) / peak * 100:.0f}%" if peak else "-"
                 capt = f"{cap:.1f}" if cap is not None else "-"
                 greedy = meds.get(("greedy", name))
-                row = f"| {B} | {P} | {name} | {med:.3f} | {t[0]:.3f} | {t[-1]:.3f} | {B * 1e3 / med:.0f} | {share * 100:.0f}% | {kern} | {capt} |"
+                row = f"| {B} | {P} | {name} | {med:.3f} | {t[0]:.3f} | {t[-1]:.3f} | {B * 1e3 / med:.0f} | {share} | {kern} | {capt} |"
                 if sampled:
                     row += f" {mode} | {med / greedy:.3f} |" if greedy else f" {mode} | - |"
                 print(row)

@@ -45,7 +45,18 @@ use capture_candle::generate::{Generator, Progress, Request};
 use capture_candle::model::{Config, DecodeState, Model, Part};
 use capture_candle::{CandleGraph, CandleStream, Result};
 
-const HBM: f64 = 3.35e12;
+/// The device's peak memory bandwidth in bytes/s, from the driver: the memory clock (kHz) × 2
+/// (double data rate) × the bus width (bits) / 8. An H100 SXM reports 2,619 MHz and 5,120 bits:
+/// 3.35 TB/s, its datasheet figure. `None` where the driver reports neither.
+fn peak_bandwidth(device: &Device) -> Option<f64> {
+    use cudarc::driver::sys::CUdevice_attribute as A;
+    let Device::Cuda(d) = device else { return None };
+    let stream = d.cuda_stream();
+    let ctx = stream.context();
+    let khz = ctx.attribute(A::CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE).ok()?;
+    let bits = ctx.attribute(A::CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH).ok()?;
+    (khz > 0 && bits > 0).then(|| khz as f64 * 1e3 * 2.0 * bits as f64 / 8.0)
+}
 
 /// How the next token is drawn.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -303,13 +314,18 @@ fn main() -> Result<()> {
     let cfg = Config::named(&a.config)?;
     let model = Arc::new(Model::random(&cfg, DType::BF16, a.max_seq, &device, 1)?);
     let mut cs = CandleStream::new(&device)?;
+    let peak = peak_bandwidth(&device);
     println!(
-        "# {}: {:.3} GB of bf16 weights, max_seq {}, {} rounds of {} tokens",
+        "# {}: {:.3} GB of bf16 weights, max_seq {}, {} rounds of {} tokens; HBM share against {}",
         a.config,
         model.weight_bytes() as f64 / 1e9,
         a.max_seq,
         a.rounds,
-        a.tokens
+        a.tokens,
+        peak.map_or(String::from("nothing (the driver reports no memory clock or bus width)"), |p| format!(
+            "this device's peak, {:.2} TB/s (memory clock x bus width)",
+            p / 1e12
+        ))
     );
     if !a.paths.is_empty() {
         // The `plain-launch` path's model: the same weights (the same seed on the same device).
@@ -323,7 +339,7 @@ fn main() -> Result<()> {
         if !model.programmatic_launch() {
             println!("# this device has no programmatic dependent launch: every path launches plainly");
         }
-        step_bench(&a, &cfg, &model, plain.as_ref(), &mut cs)?;
+        step_bench(&a, &cfg, &model, plain.as_ref(), &mut cs, peak)?;
     }
     if a.generator {
         generator_bench(&a, &model, &mut cs)?;
@@ -338,6 +354,7 @@ fn step_bench(
     model: &Arc<Model>,
     plain: Option<&Arc<Model>>,
     cs: &mut CandleStream,
+    peak: Option<f64>,
 ) -> Result<()> {
     let weights = model.weight_bytes() as f64;
     let modes = &a.sampling;
@@ -423,11 +440,10 @@ fn step_bench(
                             (kernels, format!("{ms:.2}"))
                         }
                     };
-                    let share = bytes / (med * 1e-3) / HBM;
+                    let share = peak.map_or(String::from("-"), |p| format!("{:.0}%", bytes / (med * 1e-3) / p * 100.0));
                     let row = format!(
-                        "| {batch} | {pos} | {name} | {med:.3} | {lo:.3} | {hi:.3} | {:.0} | {:.0}% | {kernels} | {cap} |",
+                        "| {batch} | {pos} | {name} | {med:.3} | {lo:.3} | {hi:.3} | {:.0} | {share} | {kernels} | {cap} |",
                         batch as f64 * 1e3 / med,
-                        share * 100.0
                     );
                     let ratio = greedy.map(|g| med / meds[g][ri].0);
                     if sampled {
