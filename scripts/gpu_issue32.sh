@@ -14,6 +14,7 @@
 #   bash scripts/gpu_issue32.sh stream       # bench/stream_gemv_probe.cu: the GEMVs under PDL piece by piece, shared-memory weight streams
 #   bash scripts/gpu_issue32.sh attention    # bench/attention_chain_probe.cu: what RoPE + attention costs the batch-1 chain, and its traced build
 #   bash scripts/gpu_issue32.sh batches      # transformers' goldens at batches of 1-8 rows (real shapes too); the projection past 96 KB
+#   bash scripts/gpu_issue32.sh variants     # llama_bench against llama_bench_NAME builds (VARIANTS), alternated, BATCHES at 64/2000/8000
 #   bash scripts/gpu_issue32.sh final        # A/B/A: llama_bench (sampled, batches 1/8/32, positions to 8,000), PyTorch default compile, llama_bench
 #   bash scripts/gpu_issue32.sh pdl          # programmatic dependent launch: bench/pdl_gemv_probe.cu, the model's PDL test,
 #                                            #   then llama_bench's fused step against its plain-launch twin (batches 1, 2, 8; positions 64, 2000);
@@ -93,6 +94,21 @@ case "$1" in
       --paths ${TORCH_PATHS:-compile,compile-default} 2>&1 | tee "$out/${tag}-B-8000.txt" || failed "$tag"
     ours_once 2>&1 | tee "$out/${tag}-A2.txt"
     old_once O2
+    ;;
+  variants)
+    # Builds of llama_bench staged as llama_bench (this tree) and llama_bench_NAME (VARIANTS="a
+    # b": the same tree with one rule changed), alternated AB times (2) in one command: BATCHES
+    # (1) at positions 64/2000/8000, greedy, the fused step.
+    { nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+      for r in $(seq ${AB:-2}); do
+        for v in "" ${VARIANTS:-}; do
+          name=llama_bench${v:+_$v}
+          echo "=== round $r: $name"
+          timeout ${LIMIT:-150} $c/$name --rounds ${ROUNDS:-6} --max-seq 8256 --batches ${BATCHES:-1} \
+            --positions 64,2000,8000 --sampling greedy --paths fused --no-breakdown || failed "$name"
+        done
+      done
+    } 2>&1 | tee "$out/$tag.txt"
     ;;
   final)
     # One command, one machine: A (llama_bench, every sampling mode, batches 1/8/32 at positions
