@@ -14,10 +14,7 @@
 //   real     the crate's `attention_rope_d64_bf16` (4 warps a block);
 //   w8       the crate's `attention_rope_d64w8_bf16` (8 warps a block) on the 4-warp grid;
 //   w8h      the same on half as many chunks (a grid of at most 264 blocks, where the 4-warp
-//            rule aims at 528): what the crate launches for decode;
-//   w8hcN    w8h with the keys and values copied into a ring of N groups a warp in shared
-//            memory (decode.cu's attention CP: cp.async, N - 1 groups in flight where w8h holds
-//            1 in registers; 32 KB a block a stage).
+//            rule aims at 528): what the crate launches for decode.
 // (Runs 90 and 94 also timed variants that let O launch from attention's start, loaded the
 // first rotary pair's table entries before the wait, ran 16 warps a block, or applied the
 // norm's 1 / rms to the products' sums: none was faster, and their kernel knobs are gone; see
@@ -97,25 +94,11 @@ static void launch(bool pdl, F f, dim3 grid, u32 threads, u32 smem, A... args) {
     CK(launch_ex(pdl, f, grid, threads, smem, args...));
 }
 
-enum Att { NONE, EMPTY, EMPTY_E, REAL, W8, W8H, W8HC2, W8HC3, W8HC4, NATT };
-static const char* att_name[] = {"none", "empty", "empty-e", "real", "w8", "w8h", "w8hc2", "w8hc3", "w8hc4"};
+enum Att { NONE, EMPTY, EMPTY_E, REAL, W8, W8H, NATT };
+static const char* att_name[] = {"none", "empty", "empty-e", "real", "w8", "w8h"};
 typedef void (*AttFn)(ATT_FUSE_ARGS(BF16));
-template <u32 CP>
-__global__ void __launch_bounds__(256, 2) att_c(ATT_FUSE_ARGS(BF16)) {
-    attention<BF16, 64, 16, 8, true, true, true, CP>(q, kc, vc, pos, T, nq, nk, S, dim, nsplit, max_chunk, min_chunk,
-                                                     scale, part, counters, out,
-                                                     AttFuse<BF16>{qkv, bias, table, active, interleaved, kw, vw, overflow});
-}
-static AttFn att_fn(Att a) {
-    switch (a) {
-        case W8HC2: return att_c<2>;
-        case W8HC3: return att_c<3>;
-        case W8HC4: return att_c<4>;
-        default: return a >= W8 ? attention_rope_d64w8_bf16 : attention_rope_d64_bf16;
-    }
-}
+static AttFn att_fn(Att a) { return a >= W8 ? attention_rope_d64w8_bf16 : attention_rope_d64_bf16; }
 static u32 att_threads(Att a) { return a >= W8 ? 256 : 128; }
-static u32 att_smem(Att a) { return a == W8HC2 ? 2 * 32768 : a == W8HC3 ? 3 * 32768 : a == W8HC4 ? 4 * 32768 : 0; }
 
 int main() {
     setvbuf(stdout, nullptr, _IOLBF, 0);
@@ -150,7 +133,7 @@ int main() {
     // (ATT_MOST_SPLITS), the grid within 528 blocks (ATT_BLOCKS), at least 1.
     // w8h: the 8-warp kernel on half the blocks (264: one wave of 2 a multiprocessor).
     auto nsplit_of = [](u32 B, Att at = REAL) {
-        return std::max(1u, std::min((at >= W8H ? 264u : 528u) / (B * NK), std::min(16u, (S + 255) / 256)));
+        return std::max(1u, std::min((at == W8H ? 264u : 528u) / (B * NK), std::min(16u, (S + 255) / 256)));
     };
     u32 *pos, *ctr, *ovf;
     float* part;
@@ -162,8 +145,6 @@ int main() {
     const StepLaunch cq = gemv_step_launch(QKV, H, false), co = gemv_step_launch(H, H, false),
                      cg = gemv_step_launch(I, H, true), cd = gemv_step_launch(H, I, false);
     for (int a = REAL; a < NATT; ++a) {
-        if (att_smem((Att)a))
-            CK(cudaFuncSetAttribute(att_fn((Att)a), cudaFuncAttributeMaxDynamicSharedMemorySize, att_smem((Att)a)));
         cudaFuncAttributes fa;
         CK(cudaFuncGetAttributes(&fa, att_fn((Att)a)));
         printf("%-6s: %u threads, %d registers, %zu bytes local, %zu bytes static shared\n", att_name[a],
@@ -177,7 +158,7 @@ int main() {
         if (at == EMPTY) launch(pdl, att_empty<false>, ag, 128, 0);
         if (at == EMPTY_E) launch(pdl, att_empty<true>, ag, 128, 0);
         if (at >= REAL)
-            launch(pdl, att_fn(at), ag, att_threads(at), att_smem(at), (const u16*)qkv, (const u16*)kc[l], (const u16*)vc[l],
+            launch(pdl, att_fn(at), ag, att_threads(at), 0u, (const u16*)qkv, (const u16*)kc[l], (const u16*)vc[l],
                    (const u32*)pos, 1u, NQ, NK, S, D, ns, max_chunk, 256u, scale, part, ctr, att, (const u16*)qkv,
                    (const u16*)nullptr, (const float*)table, (const u32*)nullptr, 0u, kc[l], vc[l], ovf);
     };
@@ -198,7 +179,7 @@ int main() {
         CK(cudaMemcpy(pos, v.data(), BM * 4, cudaMemcpyHostToDevice));
     };
     auto reset_x = [&]() { CK(cudaMemcpy(a0, x0.data(), H * 2, cudaMemcpyHostToDevice)); };
-    const Att real_ones[] = {REAL, W8, W8H, W8HC2, W8HC3, W8HC4};
+    const Att real_ones[] = {REAL, W8, W8H};
 
     // Correctness: attention's output for 1, 8 and 32 rows at three positions, each variant
     // against the crate's 4-warp kernel: more warps merge in another order (the difference is
@@ -206,26 +187,22 @@ int main() {
     for (u32 B : {1u, 8u, 32u})
         for (u32 p : {64u, 2000u, 8000u}) {
             set_pos(p);
-            std::vector<u16> ref, ref_h;
+            std::vector<u16> ref;
             for (Att at : real_ones) {
                 CK(cudaMemset(att, 0xff, BM * H * 2));
                 attn(0, at, B, false);
                 const std::vector<u16> o = d2h(att, B * H);
                 if (at == REAL) { ref = o; continue; }
-                if (at == W8H) ref_h = o;
                 double md = 0;
-                u32 nf = 0, diff = 0, diff_h = 0;
+                u32 nf = 0, diff = 0;
                 for (u32 i = 0; i < B * H; ++i) {
                     const float a = bf2f(ref[i]), b = bf2f(o[i]);
                     if (!std::isfinite(b)) ++nf;
                     if (o[i] != ref[i]) ++diff;
-                    if (!ref_h.empty() && o[i] != ref_h[i]) ++diff_h;
                     md = std::max(md, (double)fabs(a - b));
                 }
-                // The ring (w8hcN) changes where the keys come from, not the sums: w8h's bits.
-                printf("check B %2u position %4u %-6s: %u of %u differ from real, max |diff| %.3g, non-finite %u; "
-                       "%u differ from w8h\n",
-                       B, p, att_name[at], diff, B * H, md, nf, diff_h);
+                printf("check B %2u position %4u %-6s: %u of %u differ from real, max |diff| %.3g, non-finite %u\n", B, p,
+                       att_name[at], diff, B * H, md, nf);
             }
         }
     CK(cudaDeviceSynchronize());

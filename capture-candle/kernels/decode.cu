@@ -212,20 +212,6 @@ static __device__ __forceinline__ float att_exp2(float x) {
 static __device__ __forceinline__ u32 att_word(const uint4& x, u32 i) {
     return i == 0 ? x.x : i == 1 ? x.y : i == 2 ? x.z : x.w;
 }
-// 16 bytes from global memory into shared memory, asynchronously (cp.async, compute_80), cached
-// in L2 only; zeros where !ok (no global access: 0 bytes are read, from an address that is
-// in bounds all the same).
-static __device__ __forceinline__ void att_cp16(uint4* dst, const void* src, const void* safe, bool ok) {
-    const u32 d = (u32)__cvta_generic_to_shared(dst);
-    asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16, %2;" ::"r"(d), "l"(ok ? src : safe),
-                 "r"(ok ? 16u : 0u)
-                 : "memory");
-}
-static __device__ __forceinline__ void att_cp_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
-template <u32 N>
-static __device__ __forceinline__ void att_cp_wait() {
-    asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
-}
 
 // 8 consecutive elements of a row as loaded (16-bit types: one 16-byte word; f32: two).
 template <typename E> struct AttRaw;
@@ -336,7 +322,7 @@ static __device__ __forceinline__ void pdl_prefetch(const void*) {}
 #define DECODE_TRACE(site, a, b, c)
 #endif
 
-template <typename E, u32 DP, u32 GK, u32 NW, bool MMA, bool PF, bool FUSE = false, u32 CP = 0>
+template <typename E, u32 DP, u32 GK, u32 NW, bool MMA, bool PF, bool FUSE = false>
 __device__ void attention(const typename E::T* q, const typename E::T* kc, const typename E::T* vc,
                           const u32* pos, u32 T, u32 nq, u32 nk, u32 S, u32 dim, u32 nsplit, u32 max_chunk,
                           u32 min_chunk, float scale, float* part, u32* counters, typename E::T* out,
@@ -351,11 +337,6 @@ __device__ void attention(const typename E::T* q, const typename E::T* kc, const
     static_assert(DP == 64 || DP == 128 || DP == 256, "DP: 64, 128 or 256");
     static_assert(GK == 8 || GK == 16, "GK: 8 or 16");
     static_assert(!MMA || sizeof(Elem) == 2, "the tensor-core scores take 16-bit types");
-    static_assert(CP == 0 || (CP >= 2 && sizeof(Elem) == 2), "CP: 0, or 2 stages or more of 16-bit types");
-    // CP: each warp's ring of CP groups in dynamic shared memory, [warp][stage][word][lane],
-    // 16 bytes each (a lane reads back only what it copied: no barrier, no bank conflict).
-    constexpr u32 WPG = NU + (GK == 16 ? NU : 0) + NR;  // 16-byte words a lane a group
-    extern __shared__ uint4 att_ring[];
     __shared__ __align__(16) float att_p[NW][GK][H];     // a group's probabilities, key-major
     __shared__ __align__(16) float att_a[NW][H];         // a group's rescale of what came before
     __shared__ __align__(16) float att_o[NW][H][DP];     // the warps' outputs
@@ -457,52 +438,10 @@ __device__ void attention(const typename E::T* q, const typename E::T* kc, const
     };
 
     Grp G;
-    // CP: group gi's words into `stage` of this warp's ring, committed as one cp.async group
-    // (zeros past the chunk; a group past the prefix is not copied, its commit is empty).
-    const u32 ngroups = (n + GK - 1) / GK;
-    auto slot = [&](u32 stage, u32 word) { return att_ring + ((w * CP + stage) * WPG + word) * 32 + lane; };
-    auto issue = [&](u32 gi, u32 stage) {
-        if (gi < ngroups) {
-            const u32 key0 = start + gi * GK;
-#pragma unroll
-            for (u32 u = 0; u < NU; ++u) {
-                const u32 vi = 4 * u + cq;
-                const bool dok = vi * 8 < dim;
-                att_cp16(slot(stage, u), kp + (u64)(key0 + r) * dim + vi * 8, kp, dok && key0 + r < end);
-                if (GK == 16)
-                    att_cp16(slot(stage, NU + u), kp + (u64)(key0 + r + 8) * dim + vi * 8, kp,
-                             dok && key0 + r + 8 < end);
-            }
-#pragma unroll
-            for (u32 i = 0; i < NR; ++i) {
-                const u32 key = key0 + i * KPW + j;
-                att_cp16(slot(stage, (GK == 16 ? 2 : 1) * NU + i), vp + (u64)key * dim + pv * 8, vp,
-                         pv * 8 < dim && key < end);
-            }
-        }
-        att_cp_commit();
-    };
-    auto take = [&](Grp& T, u32 stage) {
-#pragma unroll
-        for (u32 u = 0; u < NU; ++u) {
-            T.k0[u] = typename R::V{*slot(stage, u)};
-            if (GK == 16) T.k1[GK == 16 ? u : 0] = typename R::V{*slot(stage, NU + u)};
-        }
-#pragma unroll
-        for (u32 i = 0; i < NR; ++i) T.v[i] = typename R::V{*slot(stage, (GK == 16 ? 2 : 1) * NU + i)};
-    };
-    // CP (FUSE: before the wait, as PF's first group): the ring's first CP - 1 groups.
-    auto prologue = [&]() {
-        if constexpr (CP > 0) {
-#pragma unroll
-            for (u32 st = 0; st + 1 < CP; ++st) issue(w + st * NW, st);
-        }
-    };
     // FUSE with PF (the 16-bit d64 kernels): the first group's loads go out before the queries
     // are formed (they do not depend on them), so their latency overlaps the loads of qkv.
     DECODE_TRACE(9, n, 0, 0);
-    if constexpr (FUSE && CP > 0) prologue();
-    else if (FUSE && PF && w < (n + GK - 1) / GK) load(G, w);
+    if (FUSE && PF && w < (n + GK - 1) / GK) load(G, w);
     if constexpr (PDL) {
         pdl_wait();
         pdl_trigger();
@@ -553,6 +492,7 @@ __device__ void attention(const typename E::T* q, const typename E::T* kc, const
         for (u32 e = 0; e < 8; ++e) acc[h][e] = 0.f;
     // Running max and sum of heads 2cq and 2cq + 1 (lanes cq < 2; the others hold heads past 4).
     float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.f, l1 = 0.f;
+    const u32 ngroups = (n + GK - 1) / GK;
     const bool hok0 = 2 * cq < gh, hok1 = 2 * cq + 1 < gh;
     // FUSE: the new key and value in place of the cache's copy (their lanes only).
     auto patch = [&](Grp& G, u32 gi) {
@@ -568,17 +508,10 @@ __device__ void attention(const typename E::T* q, const typename E::T* kc, const
         for (u32 i = 0; i < NR; ++i)
             if (pv * 8 < dim && key0 + i * KPW + j == p) G.v[i] = R::lds(&att_vn[pv * 8]);
     };
-    if constexpr (!FUSE && CP > 0) prologue();
-    else if (!FUSE && PF && w < ngroups) load(G, w);
-    for (u32 gi = w, it = 0; gi < ngroups; gi += NW, ++it) {
+    if (!FUSE && PF && w < ngroups) load(G, w);
+    for (u32 gi = w; gi < ngroups; gi += NW) {
         Grp N;
-        if constexpr (CP > 0) {
-            // Refill the stage the last round read (its words are in registers and used),
-            // then wait for this round's group: CP - 1 groups stay in flight.
-            issue(gi + (CP - 1) * NW, (it + CP - 1) % CP);
-            att_cp_wait<CP - 1>();
-            take(G, it % CP);
-        } else if (PF) load(N, gi + NW);  // past the chunk: no access
+        if (PF) load(N, gi + NW);  // past the chunk: no access
         else load(G, gi);
         if (FUSE && subst) patch(G, gi);
         const u32 key0 = start + gi * GK;
@@ -684,9 +617,8 @@ __device__ void attention(const typename E::T* q, const typename E::T* kc, const
                 acc[3][e] = fmaf(pp.w, v[e], acc[3][e]);
             }
         }
-        if constexpr (PF && CP == 0) G = N;
+        if (PF) G = N;
     }
-    if constexpr (CP > 0) att_cp_wait<0>();  // (every copy was read: nothing is pending)
     DECODE_TRACE(12, n, 0, 0);
 
     // The warp's result: outputs summed over its value keys, sums over its score rows.
