@@ -14,14 +14,20 @@
 //   real     the crate's `attention_rope_d64_bf16` (4 warps a block);
 //   w8       the crate's `attention_rope_d64w8_bf16` (8 warps a block) on the 4-warp grid;
 //   w8h      the same on half as many chunks (a grid of at most 264 blocks, where the 4-warp
-//            rule aims at 528): what the crate launches for decode.
+//            rule aims at 528): what the crate launches for decode;
+//            Its values' products run on tensor cores where a block's chunk has at most 1,024
+//            keys (decode.cu's attention TCV);
+//   w8hf     w8h with the values' products on CUDA cores at every length (the crate's kernel
+//            before 2026-11-28's fourth session; run 107 timed the tensor-core products at every
+//            length against it).
 // (Runs 90 and 94 also timed variants that let O launch from attention's start, loaded the
 // first rotary pair's table entries before the wait, ran 16 warps a block, or applied the
 // norm's 1 / rms to the products' sums: none was faster, and their kernel knobs are gone; see
 // the probe in git history before 2026-11-28's fourth session.)
 // A last section times attention alone (16 launches in a graph) for 1, 8 and 32 rows.
 //
-// Built twice from this file:
+// `attention_chain_probe one B P` launches only the crate's decode attention (w8h), for a
+// profiler. Built twice from this file:
 //   nvcc -O3 -std=c++17 -arch=sm_90 -DDECODE_PDL -o attention_chain_probe bench/attention_chain_probe.cu -lcublas
 //   nvcc ... -DPROBE_TRACE -o attention_chain_trace ...
 // PROBE_TRACE defines decode.cu's DECODE_TRACE hook: global timer stamps (%globaltimer, ns)
@@ -94,13 +100,20 @@ static void launch(bool pdl, F f, dim3 grid, u32 threads, u32 smem, A... args) {
     CK(launch_ex(pdl, f, grid, threads, smem, args...));
 }
 
-enum Att { NONE, EMPTY, EMPTY_E, REAL, W8, W8H, NATT };
-static const char* att_name[] = {"none", "empty", "empty-e", "real", "w8", "w8h"};
+enum Att { NONE, EMPTY, EMPTY_E, REAL, W8, W8H, W8HF, NATT };
+static const char* att_name[] = {"none", "empty", "empty-e", "real", "w8", "w8h", "w8hf"};
 typedef void (*AttFn)(ATT_FUSE_ARGS(BF16));
-static AttFn att_fn(Att a) { return a >= W8 ? attention_rope_d64w8_bf16 : attention_rope_d64_bf16; }
+__global__ void __launch_bounds__(256, 2) att_f(ATT_FUSE_ARGS(BF16)) {
+    attention<BF16, 64, 16, 8, true, true, true, false>(q, kc, vc, pos, T, nq, nk, S, dim, nsplit, max_chunk, min_chunk,
+                                                       scale, part, counters, out,
+                                                       AttFuse<BF16>{qkv, bias, table, active, interleaved, kw, vw, overflow});
+}
+static AttFn att_fn(Att a) {
+    return a == W8HF ? att_f : a >= W8 ? attention_rope_d64w8_bf16 : attention_rope_d64_bf16;
+}
 static u32 att_threads(Att a) { return a >= W8 ? 256 : 128; }
 
-int main() {
+int main(int argc, char** argv) {
     setvbuf(stdout, nullptr, _IOLBF, 0);
     probe_device();
     const u32 BM = 32;  // the most rows (attention alone)
@@ -133,7 +146,7 @@ int main() {
     // (ATT_MOST_SPLITS), the grid within 528 blocks (ATT_BLOCKS), at least 1.
     // w8h: the 8-warp kernel on half the blocks (264: one wave of 2 a multiprocessor).
     auto nsplit_of = [](u32 B, Att at = REAL) {
-        return std::max(1u, std::min((at == W8H ? 264u : 528u) / (B * NK), std::min(16u, (S + 255) / 256)));
+        return std::max(1u, std::min((at >= W8H ? 264u : 528u) / (B * NK), std::min(16u, (S + 255) / 256)));
     };
     u32 *pos, *ctr, *ovf;
     float* part;
@@ -179,7 +192,17 @@ int main() {
         CK(cudaMemcpy(pos, v.data(), BM * 4, cudaMemcpyHostToDevice));
     };
     auto reset_x = [&]() { CK(cudaMemcpy(a0, x0.data(), H * 2, cudaMemcpyHostToDevice)); };
-    const Att real_ones[] = {REAL, W8, W8H};
+    const Att real_ones[] = {REAL, W8, W8H, W8HF};
+    // `one B P`: only the crate's decode attention (w8h) for B rows at position P, 8 launches
+    // (for a profiler: ncu --kernel-name attention_rope_d64w8_bf16 --launch-skip 4 ...).
+    if (argc == 4 && !strcmp(argv[1], "one")) {
+        const u32 B = std::min<u32>(BM, (u32)atoi(argv[2])), p = std::min<u32>(S - 1, (u32)atoi(argv[3]));
+        set_pos(p);
+        for (int i = 0; i < 8; ++i) attn(0, W8H, B, false);
+        CK(cudaDeviceSynchronize());
+        printf("one: %u rows at position %u, 8 launches of w8h\n", B, p);
+        return 0;
+    }
 
     // Correctness: attention's output for 1, 8 and 32 rows at three positions, each variant
     // against the crate's 4-warp kernel: more warps merge in another order (the difference is
@@ -193,6 +216,8 @@ int main() {
                 attn(0, at, B, false);
                 const std::vector<u16> o = d2h(att, B * H);
                 if (at == REAL) { ref = o; continue; }
+                // w8 and w8h round the probabilities to bf16 for chunks of up to 1,024 keys: their
+                // difference from the f32 path is printed.
                 double md = 0;
                 u32 nf = 0, diff = 0;
                 for (u32 i = 0; i < B * H; ++i) {

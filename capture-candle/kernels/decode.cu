@@ -172,6 +172,13 @@ __device__ void rope_write(const typename E::T* src, u32 stride, u32 col0, const
 // d64w8 entry points, below).
 #define ATT_WARPS 4
 #define ATT_HEADS 4
+// The d64w8 kernels' tensor-core values (TCV) up to this many keys a block's chunk. Measured
+// alone on an H200 (run 107, bench/attention_chain_probe.cu): faster with 65 to 512 keys a
+// chunk (batch 1 at positions 64, 2,000 and 8,000: 2.63 / 6.47 / 10.76 µs against 2.96 / 6.80
+// / 10.91; batch 8 at 64 and 2,000; batch 32 at 64), slower with 2,001 to 8,001 (batch 8 at
+// 8,000: 37.4 against 36.9; batch 32 at 2,000: 35.0 against 34.4, at 8,000: 135.2 against
+// 129.9). Between 512 and 2,000 keys nothing was measured: the line is put halfway.
+#define ATT_TCV_MAX_KEYS 1024
 #define ATT_MAX_SPLITS 64
 
 // 8 consecutive elements as floats (16-bit types: one 16-byte load; f32: two).
@@ -277,6 +284,25 @@ template <> struct AttMma<F16> {
     }
 };
 
+// Two f32 as one 32-bit pair of the element type (lo in the low half), rounded to nearest.
+template <typename E> struct AttPack {
+    static __device__ __forceinline__ u32 two(float lo, float hi) { return 0u; }  // f32: not used
+};
+template <> struct AttPack<BF16> {
+    static __device__ __forceinline__ u32 two(float lo, float hi) {
+        u32 d;
+        asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(d) : "f"(hi), "f"(lo));
+        return d;
+    }
+};
+template <> struct AttPack<F16> {
+    static __device__ __forceinline__ u32 two(float lo, float hi) {
+        u32 d;
+        asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(d) : "f"(hi), "f"(lo));
+        return d;
+    }
+};
+
 // The fused input stage (attention_rope_*, one token a row: T = 1): what rope_write takes.
 // The block forms its own heads' rotated queries from qkv (bias added, rounded to the element
 // type as rope_write rounds them), and a block whose chunk holds the new position forms the
@@ -322,7 +348,7 @@ static __device__ __forceinline__ void pdl_prefetch(const void*) {}
 #define DECODE_TRACE(site, a, b, c)
 #endif
 
-template <typename E, u32 DP, u32 GK, u32 NW, bool MMA, bool PF, bool FUSE = false>
+template <typename E, u32 DP, u32 GK, u32 NW, bool MMA, bool PF, bool FUSE = false, bool TCV = false>
 __device__ void attention(const typename E::T* q, const typename E::T* kc, const typename E::T* vc,
                           const u32* pos, u32 T, u32 nq, u32 nk, u32 S, u32 dim, u32 nsplit, u32 max_chunk,
                           u32 min_chunk, float scale, float* part, u32* counters, typename E::T* out,
@@ -337,6 +363,10 @@ __device__ void attention(const typename E::T* q, const typename E::T* kc, const
     static_assert(DP == 64 || DP == 128 || DP == 256, "DP: 64, 128 or 256");
     static_assert(GK == 8 || GK == 16, "GK: 8 or 16");
     static_assert(!MMA || sizeof(Elem) == 2, "the tensor-core scores take 16-bit types");
+    // TCV: where a block's chunk has at most ATT_TCV_MAX_KEYS keys, the values' products run
+    // on tensor cores too (the probabilities rounded to the element type, as flash attention
+    // rounds them); longer chunks keep them on CUDA cores. Heads of 64, groups of 16 keys.
+    static_assert(!TCV || (MMA && DP == 64 && GK == 16), "TCV: the tensor-core d64 kernels");
     __shared__ __align__(16) float att_p[NW][GK][H];     // a group's probabilities, key-major
     __shared__ __align__(16) float att_a[NW][H];         // a group's rescale of what came before
     __shared__ __align__(16) float att_o[NW][H][DP];     // the warps' outputs
@@ -420,6 +450,12 @@ __device__ void attention(const typename E::T* q, const typename E::T* kc, const
     struct Grp {
         typename R::V k0[NU], k1[GK == 16 ? NU : 1], v[NR];
     };
+    // tc: a lane's value keys are cq, 4 + cq, 8 + cq and 12 + cq of the group (the k indices
+    // 2cq, 2cq + 1, 2cq + 8, 2cq + 9 of its A fragments: any order of the keys gives the same
+    // sum, taken the same way for P), dims 8r .. 8r + 7 of each (the rows r and r + 8 of its
+    // four 16-dim tiles are dims 8r + 2mt and 8r + 2mt + 1).
+    const bool tc = TCV && n <= ATT_TCV_MAX_KEYS;  // block-uniform
+    auto tcv_key = [&](u32 key0, u32 i) { return key0 + 4 * i + cq; };
     // A group's keys (score lanes) and values (value lanes); zeros past the chunk's end.
     auto load = [&](Grp& G, u32 gi) {
         const u32 key0 = start + gi * GK;
@@ -432,8 +468,13 @@ __device__ void attention(const typename E::T* q, const typename E::T* kc, const
         }
 #pragma unroll
         for (u32 i = 0; i < NR; ++i) {
-            const u32 key = key0 + i * KPW + j;
-            G.v[i] = R::load(vp + (u64)key * dim + pv * 8, pv * 8 < dim && key < end);
+            if (TCV && tc) {
+                const u32 key = tcv_key(key0, i);
+                G.v[i] = R::load(vp + (u64)key * dim + r * 8, r * 8 < dim && key < end);
+            } else {
+                const u32 key = key0 + i * KPW + j;
+                G.v[i] = R::load(vp + (u64)key * dim + pv * 8, pv * 8 < dim && key < end);
+            }
         }
     };
 
@@ -505,8 +546,13 @@ __device__ void attention(const typename E::T* q, const typename E::T* kc, const
             if (GK == 16 && vi * 8 < dim && key0 + r + 8 == p) G.k1[GK == 16 ? u : 0] = R::lds(&att_kn[vi * 8]);
         }
 #pragma unroll
-        for (u32 i = 0; i < NR; ++i)
-            if (pv * 8 < dim && key0 + i * KPW + j == p) G.v[i] = R::lds(&att_vn[pv * 8]);
+        for (u32 i = 0; i < NR; ++i) {
+            if (TCV && tc) {
+                if (r * 8 < dim && tcv_key(key0, i) == p) G.v[i] = R::lds(&att_vn[r * 8]);
+            } else if (pv * 8 < dim && key0 + i * KPW + j == p) {
+                G.v[i] = R::lds(&att_vn[pv * 8]);
+            }
+        }
     };
     if (!FUSE && PF && w < ngroups) load(G, w);
     for (u32 gi = w; gi < ngroups; gi += NW) {
@@ -593,6 +639,39 @@ __device__ void attention(const typename E::T* q, const typename E::T* kc, const
             if (r == 0) *reinterpret_cast<float2*>(&att_a[w][2 * cq]) = make_float2(a0, a1);
         }
         __syncwarp();
+        if (TCV && tc) {
+            // O^T (64 dims x 8 heads) += V^T (64 x 16 keys) . P^T (16 keys x 8 heads): per
+            // 16-dim tile mt, acc[mt] is the C fragment (dims 8r + 2mt, 8r + 2mt + 1; heads
+            // 2cq, 2cq + 1). First rescale this lane's two heads where their max moved.
+            if (cq < 2) {
+                const float2 al = *reinterpret_cast<const float2*>(&att_a[w][2 * cq]);
+                if (al.x != 1.f || al.y != 1.f) {
+#pragma unroll
+                    for (u32 mt = 0; mt < 4; ++mt) {
+                        acc[mt][0] *= al.x;
+                        acc[mt][1] *= al.y;
+                        acc[mt][2] *= al.x;
+                        acc[mt][3] *= al.y;
+                    }
+                }
+            }
+            // B: head r's probabilities for keys cq, 4 + cq and 8 + cq, 12 + cq (0 past 4 heads).
+            const bool hr = r < H;
+            const u32 ka = cq, kb = 4 + cq, kc = 8 + cq, kd = 12 + cq;
+            const float pa = hr ? att_p[w][ka][hr ? r : 0] : 0.f, pb = hr ? att_p[w][kb][hr ? r : 0] : 0.f;
+            const float pc = hr ? att_p[w][kc][hr ? r : 0] : 0.f, pd = hr ? att_p[w][kd][hr ? r : 0] : 0.f;
+            const u32 b0 = AttPack<E>::two(pa, pb), b1 = AttPack<E>::two(pc, pd);
+#pragma unroll
+            for (u32 mt = 0; mt < 4; ++mt) {
+                const u32 x0 = att_word(G.v[0].a, mt), x1 = att_word(G.v[1].a, mt);
+                const u32 x2 = att_word(G.v[2].a, mt), x3 = att_word(G.v[3].a, mt);
+                const u32 a[4] = {__byte_perm(x0, x1, 0x5410), __byte_perm(x0, x1, 0x7632), __byte_perm(x2, x3, 0x5410),
+                                  __byte_perm(x2, x3, 0x7632)};
+                AttMma<E>::run(acc[mt], a, b0, b1);
+            }
+            if constexpr (PF) G = N;
+            continue;
+        }
         // Values: rescale what came before (when a max moved), then 8 dims x 4 heads a key.
         const float4 al = *reinterpret_cast<const float4*>(att_a[w]);
         if (al.x != 1.f || al.y != 1.f || al.z != 1.f || al.w != 1.f) {
@@ -621,9 +700,10 @@ __device__ void attention(const typename E::T* q, const typename E::T* kc, const
     }
     DECODE_TRACE(12, n, 0, 0);
 
-    // The warp's result: outputs summed over its value keys, sums over its score rows.
+    // The warp's result: outputs summed over its value keys (TCV: in the products already),
+    // sums over its score rows.
 #pragma unroll
-    for (u32 o = LPK; o < 32; o <<= 1)
+    for (u32 o = LPK; o < 32 && !(TCV && tc); o <<= 1)
 #pragma unroll
         for (u32 h = 0; h < H; ++h)
 #pragma unroll
@@ -633,7 +713,14 @@ __device__ void attention(const typename E::T* q, const typename E::T* kc, const
         l0 += __shfl_xor_sync(0xffffffffu, l0, o);
         l1 += __shfl_xor_sync(0xffffffffu, l1, o);
     }
-    if (lane < LPK && pv * 8 < dim) {
+    if (TCV && tc && cq < 2 && r * 8 < dim) {
+#pragma unroll
+        for (u32 mt = 0; mt < 4; ++mt) {
+            *reinterpret_cast<float2*>(&att_o[w][2 * cq][8 * r + 2 * mt]) = make_float2(acc[mt][0], acc[mt][2]);
+            *reinterpret_cast<float2*>(&att_o[w][2 * cq + 1][8 * r + 2 * mt]) = make_float2(acc[mt][1], acc[mt][3]);
+        }
+    }
+    if (!(TCV && tc) && lane < LPK && pv * 8 < dim) {
 #pragma unroll
         for (u32 h = 0; h < H; ++h) {
             *reinterpret_cast<float4*>(&att_o[w][h][pv * 8]) = make_float4(acc[h][0], acc[h][1], acc[h][2], acc[h][3]);
@@ -780,18 +867,20 @@ __device__ void attention(const typename E::T* q, const typename E::T* kc, const
 // attention[_rope]_d64w8_*: the 16-bit d64 kernels with ATT_WARPS_WIDE (8) warps a block, at
 // most 2 blocks a multiprocessor (128 registers a thread, no spills): gpu.rs takes them for
 // decode batches (at most 264 blocks a chunk), on grids of at most 264 blocks (one wave), where
-// each warp takes half as many groups of keys as in the 4-warp kernel on 528. The sums are the
-// same; the warps' results merge in another order.
+// each warp takes half as many groups of keys as in the 4-warp kernel on 528. The warps' results
+// merge in another order; a chunk of at most ATT_TCV_MAX_KEYS keys takes the values' products
+// on tensor cores (TCV: the probabilities rounded to the element type), a longer one the same
+// sums as the 4-warp kernel.
 #define ATT_WARPS_WIDE 8
 #define INSTANTIATE_ATT_WIDE(E, SUF)                                                                          \
     extern "C" __global__ void __launch_bounds__(ATT_WARPS_WIDE * 32, 2) attention_d64w8_##SUF(ATT_ARGS(E)) { \
-        attention<E, 64, 16, ATT_WARPS_WIDE, true, true>(q, kc, vc, pos, T, nq, nk, S, dim, nsplit, max_chunk,   \
-                                                         min_chunk, scale, part, counters, out);                 \
+        attention<E, 64, 16, ATT_WARPS_WIDE, true, true, false, true>(                                          \
+            q, kc, vc, pos, T, nq, nk, S, dim, nsplit, max_chunk, min_chunk, scale, part, counters, out);        \
     }
 #define INSTANTIATE_ATT_ROPE_WIDE(E, SUF)                                                                     \
     extern "C" __global__ void __launch_bounds__(ATT_WARPS_WIDE * 32, 2)                                     \
         attention_rope_d64w8_##SUF(ATT_FUSE_ARGS(E)) {                                                        \
-        attention<E, 64, 16, ATT_WARPS_WIDE, true, true, true>(                                               \
+        attention<E, 64, 16, ATT_WARPS_WIDE, true, true, true, true>(                                         \
             q, kc, vc, pos, T, nq, nk, S, dim, nsplit, max_chunk, min_chunk, scale, part, counters, out,      \
             AttFuse<E>{qkv, bias, table, active, interleaved, kw, vw, overflow});                             \
     }
