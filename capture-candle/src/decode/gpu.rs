@@ -165,6 +165,10 @@ const ATT_WIDE_THREADS: u32 = 256;
 ///   faster everywhere: 3.10 against 3.70 at position 64, 13.45 against 14.5 at 2,000, 37.1
 ///   against 38.1–38.3 at 8,000; batch 32 on 256 blocks (one chunk): 4.43 against 4.66, 34.6
 ///   against 37.4, 130.2 against 132.4 (run 96).
+///
+/// (These figures predate the kernels' tensor-core values: where a block's chunk has at most
+/// 1,024 keys they run the probabilities-times-values products on tensor cores, with the
+/// probabilities rounded to the element type; see `ATT_TCV_MAX_KEYS` in kernels/decode.cu.)
 const ATT_WIDE_BLOCKS: usize = 264;
 
 /// Whether an attention launch with `per_chunk` blocks a chunk (rows x key heads x head
