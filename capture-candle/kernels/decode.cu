@@ -639,38 +639,39 @@ __device__ void attention(const typename E::T* q, const typename E::T* kc, const
             if (r == 0) *reinterpret_cast<float2*>(&att_a[w][2 * cq]) = make_float2(a0, a1);
         }
         __syncwarp();
-        if (TCV && tc) {
-            // O^T (64 dims x 8 heads) += V^T (64 x 16 keys) . P^T (16 keys x 8 heads): per
-            // 16-dim tile mt, acc[mt] is the C fragment (dims 8r + 2mt, 8r + 2mt + 1; heads
-            // 2cq, 2cq + 1). First rescale this lane's two heads where their max moved.
-            if (cq < 2) {
-                const float2 al = *reinterpret_cast<const float2*>(&att_a[w][2 * cq]);
-                if (al.x != 1.f || al.y != 1.f) {
+        if constexpr (TCV) {
+            if (tc) {
+                // O^T (64 dims x 8 heads) += V^T (64 x 16 keys) . P^T (16 keys x 8 heads): per
+                // 16-dim tile mt, acc[mt] is the C fragment (dims 8r + 2mt, 8r + 2mt + 1; heads
+                // 2cq, 2cq + 1). First rescale this lane's two heads where their max moved.
+                if (cq < 2) {
+                    const float2 al = *reinterpret_cast<const float2*>(&att_a[w][2 * cq]);
+                    if (al.x != 1.f || al.y != 1.f) {
 #pragma unroll
-                    for (u32 mt = 0; mt < 4; ++mt) {
-                        acc[mt][0] *= al.x;
-                        acc[mt][1] *= al.y;
-                        acc[mt][2] *= al.x;
-                        acc[mt][3] *= al.y;
+                        for (u32 mt = 0; mt < 4; ++mt) {
+                            acc[mt][0] *= al.x;
+                            acc[mt][1] *= al.y;
+                            acc[mt][2] *= al.x;
+                            acc[mt][3] *= al.y;
+                        }
                     }
                 }
-            }
-            // B: head r's probabilities for keys cq, 4 + cq and 8 + cq, 12 + cq (0 past 4 heads).
-            const bool hr = r < H;
-            const u32 ka = cq, kb = 4 + cq, kc = 8 + cq, kd = 12 + cq;
-            const float pa = hr ? att_p[w][ka][hr ? r : 0] : 0.f, pb = hr ? att_p[w][kb][hr ? r : 0] : 0.f;
-            const float pc = hr ? att_p[w][kc][hr ? r : 0] : 0.f, pd = hr ? att_p[w][kd][hr ? r : 0] : 0.f;
-            const u32 b0 = AttPack<E>::two(pa, pb), b1 = AttPack<E>::two(pc, pd);
+                // B: head r's probabilities for keys cq, 4 + cq and 8 + cq, 12 + cq (0 past 4 heads).
+                const bool hr = r < H;
+                const float pa = hr ? att_p[w][cq][hr ? r : 0] : 0.f, pb = hr ? att_p[w][4 + cq][hr ? r : 0] : 0.f;
+                const float pc = hr ? att_p[w][8 + cq][hr ? r : 0] : 0.f, pd = hr ? att_p[w][12 + cq][hr ? r : 0] : 0.f;
+                const u32 b0 = AttPack<E>::two(pa, pb), b1 = AttPack<E>::two(pc, pd);
 #pragma unroll
-            for (u32 mt = 0; mt < 4; ++mt) {
-                const u32 x0 = att_word(G.v[0].a, mt), x1 = att_word(G.v[1].a, mt);
-                const u32 x2 = att_word(G.v[2].a, mt), x3 = att_word(G.v[3].a, mt);
-                const u32 a[4] = {__byte_perm(x0, x1, 0x5410), __byte_perm(x0, x1, 0x7632), __byte_perm(x2, x3, 0x5410),
-                                  __byte_perm(x2, x3, 0x7632)};
-                AttMma<E>::run(acc[mt], a, b0, b1);
+                for (u32 mt = 0; mt < 4; ++mt) {
+                    const u32 x0 = att_word(G.v[0].a, mt), x1 = att_word(G.v[1].a, mt);
+                    const u32 x2 = att_word(G.v[2].a, mt), x3 = att_word(G.v[3].a, mt);
+                    const u32 a[4] = {__byte_perm(x0, x1, 0x5410), __byte_perm(x0, x1, 0x7632), __byte_perm(x2, x3, 0x5410),
+                                      __byte_perm(x2, x3, 0x7632)};
+                    AttMma<E>::run(acc[mt], a, b0, b1);
+                }
+                if constexpr (PF) G = N;
+                continue;
             }
-            if constexpr (PF) G = N;
-            continue;
         }
         // Values: rescale what came before (when a max moved), then 8 dims x 4 heads a key.
         const float4 al = *reinterpret_cast<const float4*>(att_a[w]);
