@@ -27,7 +27,8 @@
 // A last section times attention alone (16 launches in a graph) for 1, 8 and 32 rows.
 //
 // `attention_chain_probe one B P` launches only the crate's decode attention (w8h), for a
-// profiler. Built twice from this file:
+// profiler; `attention_chain_probe alone B P` times w8h against w8hf alone at B rows and
+// position P. Built twice from this file:
 //   nvcc -O3 -std=c++17 -arch=sm_90 -DDECODE_PDL -o attention_chain_probe bench/attention_chain_probe.cu -lcublas
 //   nvcc ... -DPROBE_TRACE -o attention_chain_trace ...
 // PROBE_TRACE defines decode.cu's DECODE_TRACE hook: global timer stamps (%globaltimer, ns)
@@ -195,6 +196,18 @@ int main(int argc, char** argv) {
     const Att real_ones[] = {REAL, W8, W8H, W8HF};
     // `one B P`: only the crate's decode attention (w8h) for B rows at position P, 8 launches
     // (for a profiler: ncu --kernel-name attention_rope_d64w8_bf16 --launch-skip 4 ...).
+    // `alone B P`: only attention alone (w8h against w8hf, alternated twice), B rows at position P.
+    if (argc == 4 && !strcmp(argv[1], "alone")) {
+        const u32 B = std::min<u32>(BM, (u32)atoi(argv[2])), p = std::min<u32>(S - 1, (u32)atoi(argv[3]));
+        set_pos(p);
+        for (int round = 0; round < 2; ++round)
+            for (Att at : {W8H, W8HF}) {
+                const Timing t = time_graph(L, [&](int l) { attn(l, at, B, l > 0); });
+                printf("alone B %2u position %4u %-6s round %d: %.2f us a launch (%.2f-%.2f)\n", B, p, att_name[at], round,
+                       t.med, t.lo, t.hi);
+            }
+        return 0;
+    }
     if (argc == 4 && !strcmp(argv[1], "one")) {
         const u32 B = std::min<u32>(BM, (u32)atoi(argv[2])), p = std::min<u32>(S - 1, (u32)atoi(argv[3]));
         set_pos(p);

@@ -173,11 +173,13 @@ __device__ void rope_write(const typename E::T* src, u32 stride, u32 col0, const
 #define ATT_WARPS 4
 #define ATT_HEADS 4
 // The d64w8 kernels' tensor-core values (TCV) up to this many keys a block's chunk. Measured
-// alone on an H200 (run 107, bench/attention_chain_probe.cu): faster with 65 to 512 keys a
-// chunk (batch 1 at positions 64, 2,000 and 8,000: 2.63 / 6.47 / 10.76 µs against 2.96 / 6.80
-// / 10.91; batch 8 at 64 and 2,000; batch 32 at 64), slower with 2,001 to 8,001 (batch 8 at
-// 8,000: 37.4 against 36.9; batch 32 at 2,000: 35.0 against 34.4, at 8,000: 135.2 against
-// 129.9). Between 512 and 2,000 keys nothing was measured: the line is put halfway.
+// alone on an H200 (bench/attention_chain_probe.cu): faster with 65 to 1,024 keys a chunk (run
+// 107: batch 1 at positions 64, 2,000 and 8,000: 2.63 / 6.47 / 10.76 µs against 2.96 / 6.80 /
+// 10.91; batch 8 at 64 and 2,000; batch 32 at 64; run 111: batch 8 with 768 and 1,024 keys,
+// 16.8 against 17.2 and 20.5 against 21.0; batch 32 with 701 and 1,001, 13.6 against 13.8 and
+// 18.1 against 18.5), slower with 2,001 to 8,001 (run 107: batch 8 at 8,000: 37.4 against
+// 36.9; batch 32 at 2,000: 35.0 against 34.4, at 8,000: 135.2 against 129.9). From 1,025 to
+// 2,000 keys the tensor-core path was not timed.
 #define ATT_TCV_MAX_KEYS 1024
 #define ATT_MAX_SPLITS 64
 
