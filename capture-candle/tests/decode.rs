@@ -354,28 +354,50 @@ fn qkv_attention_equals_rope_write_then_attention_gpu() {
     }
 }
 
-fn norm_and_swiglu(dev: &Device) {
-    for dtype in DTYPES {
-        let x = rand(&[3, 200], dtype, dev, 7);
-        let dx = rand(&[3, 200], dtype, dev, 8);
-        let w = rand(&[200], dtype, dev, 9).affine(0.1, 1.0).unwrap();
-        let (sum, y) = decode::add_rms_norm(&x, Some(&dx), &w, 1e-5).unwrap();
-        let cpu = |t: &Tensor| t.to_device(&Device::Cpu).unwrap().to_dtype(DType::F32).unwrap();
-        let want_sum = (cpu(&x) + cpu(&dx)).unwrap();
-        let want_y = candle_nn::ops::rms_norm(&want_sum, &cpu(&w), 1e-5).unwrap();
-        assert!(rel_err(&f32s(&sum), &f32s(&want_sum)) < tol(dtype), "{dtype:?} sum");
-        assert!(rel_err(&f32s(&y), &f32s(&want_y)) < tol(dtype), "{dtype:?} norm");
-        let (same, y0) = decode::add_rms_norm(&x, None, &w, 1e-5).unwrap();
-        assert_eq!(f32s(&same), f32s(&x));
-        let want0 = candle_nn::ops::rms_norm(&cpu(&x), &cpu(&w), 1e-5).unwrap();
-        assert!(rel_err(&f32s(&y0), &f32s(&want0)) < tol(dtype), "{dtype:?} norm without residual");
+/// `shape`'s elements of a fresh random tensor, from element `skip` of a flat one: `skip`
+/// not a multiple of 8 puts the view off 16-byte alignment (the kernels' element path).
+fn rand_at(shape: &[usize], skip: usize, dtype: DType, dev: &Device, seed: u64) -> Tensor {
+    let n: usize = shape.iter().product();
+    rand(&[skip + n], dtype, dev, seed).narrow(0, skip, n).unwrap().reshape(shape).unwrap()
+}
 
-        let gu = rand(&[4, 2 * 96], dtype, dev, 10);
-        let got = decode::silu_mul(&gu).unwrap();
-        let g = cpu(&gu.narrow(1, 0, 96).unwrap());
-        let u = cpu(&gu.narrow(1, 96, 96).unwrap());
-        let want = (candle_nn::ops::silu(&g).unwrap() * u).unwrap();
-        assert!(rel_err(&f32s(&got), &f32s(&want)) < tol(dtype), "{dtype:?} swiglu");
+fn norm_and_swiglu(dev: &Device) {
+    // (rows, columns, offset): whole 16-byte words held one a thread, up to 4 a thread (9,000
+    // columns), more than the block holds (40,000: element by element), columns not in whole
+    // words (203), and rows off 16-byte alignment.
+    let shapes = [(3, 200, 0), (5, 2048, 0), (2, 9000, 0), (2, 40_000, 0), (3, 203, 0), (3, 200, 1)];
+    for dtype in DTYPES {
+        for (i, &(r, c, skip)) in shapes.iter().enumerate() {
+            let seed = 7 + 10 * i as u64;
+            let x = rand_at(&[r, c], skip, dtype, dev, seed);
+            let dx = rand_at(&[r, c], skip, dtype, dev, seed + 1);
+            let w = rand_at(&[c], skip, dtype, dev, seed + 2).affine(0.1, 1.0).unwrap();
+            let (sum, y) = decode::add_rms_norm(&x, Some(&dx), &w, 1e-5).unwrap();
+            let cpu = |t: &Tensor| t.to_device(&Device::Cpu).unwrap().to_dtype(DType::F32).unwrap();
+            let want_sum = (cpu(&x) + cpu(&dx)).unwrap();
+            let want_y = candle_nn::ops::rms_norm(&want_sum, &cpu(&w), 1e-5).unwrap();
+            let at = format!("{dtype:?} [{r}, {c}] at {skip}");
+            assert!(rel_err(&f32s(&sum), &f32s(&want_sum)) < tol(dtype), "{at} sum");
+            assert!(rel_err(&f32s(&y), &f32s(&want_y)) < tol(dtype), "{at} norm");
+            let (same, y0) = decode::add_rms_norm(&x, None, &w, 1e-5).unwrap();
+            assert_eq!(f32s(&same), f32s(&x));
+            let want0 = candle_nn::ops::rms_norm(&cpu(&x), &cpu(&w), 1e-5).unwrap();
+            assert!(rel_err(&f32s(&y0), &f32s(&want0)) < tol(dtype), "{at} norm without residual");
+            // The same row twice gives the same bits.
+            let (sum2, y2) = decode::add_rms_norm(&x, Some(&dx), &w, 1e-5).unwrap();
+            assert_eq!((f32s(&sum2), f32s(&y2)), (f32s(&sum), f32s(&y)), "{at} rerun");
+        }
+
+        // (rows, intermediate, offset): whole words, not whole words (95), off alignment.
+        for (i, &(r, inter, skip)) in [(4, 96, 0), (3, 8192, 0), (4, 95, 0), (4, 96, 1)].iter().enumerate() {
+            let gu = rand_at(&[r, 2 * inter], skip, dtype, dev, 100 + i as u64);
+            let got = decode::silu_mul(&gu).unwrap();
+            let cpu = |t: &Tensor| t.to_device(&Device::Cpu).unwrap().to_dtype(DType::F32).unwrap();
+            let g = cpu(&gu.narrow(1, 0, inter).unwrap());
+            let u = cpu(&gu.narrow(1, inter, inter).unwrap());
+            let want = (candle_nn::ops::silu(&g).unwrap() * u).unwrap();
+            assert!(rel_err(&f32s(&got), &f32s(&want)) < tol(dtype), "{dtype:?} swiglu [{r}, {inter}] at {skip}");
+        }
     }
 }
 

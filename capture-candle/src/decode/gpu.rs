@@ -390,13 +390,15 @@ pub(crate) fn add_rms_norm(x: &Tensor, delta: Option<&Tensor>, w: &Tensor, eps: 
         candle_core::bail!("add_rms_norm: [{rows}, {cols}] is above the kernel's 2^31 limit");
     }
     // The kernel writes every element of `y` (and of `sum` when `delta` is given): one
-    // block per row, its threads striding over the columns.
+    // block per row, a thread for each 16-byte word of the row (it holds up to 4 words, and
+    // strides over single elements where the row is not in whole aligned words).
     let y = raw::uninit((rows, cols), x.dtype(), x.device())?;
     let sum = match delta {
         Some(_) => raw::uninit((rows, cols), x.dtype(), x.device())?,
         None => x.clone(),
     };
-    let threads = (cols.div_ceil(4) as u32).next_multiple_of(32).clamp(32, 1024);
+    let words = cols.div_ceil(16 / x.dtype().size_in_bytes());
+    let threads = (words as u32).next_multiple_of(32).clamp(32, 1024);
     let cfg = LaunchConfig { grid_dim: (rows as u32, 1, 1), block_dim: (threads, 1, 1), shared_mem_bytes: 0 };
     let args = [
         addr(Some(x))?,
@@ -614,9 +616,11 @@ pub(crate) fn silu_mul(x: &Tensor) -> Result<Tensor> {
         candle_core::bail!("silu_mul: {inter} columns are above the kernel's 2^31 limit");
     }
     let n = (rows * inter) as u64;
-    // The grid-stride loop writes every one of the `n` elements.
+    // The grid-stride loop writes every one of the `n` elements (a 16-byte word a thread where
+    // the rows are in whole aligned words).
     let out = raw::uninit((rows, inter), x.dtype(), x.device())?;
-    let blocks = (n.div_ceil(256)).min(132 * 16) as u32;
+    let per_word = (16 / x.dtype().size_in_bytes()) as u64;
+    let blocks = (n.div_ceil(256 * per_word)).min(132 * 16) as u32;
     let cfg = LaunchConfig { grid_dim: (blocks.max(1), 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
     let args = [addr(Some(x))?, Arg::U32(inter as u32), Arg::U64(n), addr(Some(&out))?];
     go(&dev, "silu_mul", x.dtype(), cfg, &args)?;
