@@ -362,10 +362,23 @@ fn rand_at(shape: &[usize], skip: usize, dtype: DType, dev: &Device, seed: u64) 
 }
 
 fn norm_and_swiglu(dev: &Device) {
-    // (rows, columns, offset): whole 16-byte words held one a thread, up to 4 a thread (9,000
-    // columns), more than the block holds (40,000: element by element), columns not in whole
-    // words (203), and rows off 16-byte alignment.
-    let shapes = [(3, 200, 0), (5, 2048, 0), (2, 9000, 0), (2, 40_000, 0), (3, 203, 0), (3, 200, 1)];
+    // (rows, columns, offset): whole 16-byte words held one a thread; 2 or 3 a thread (9,000
+    // columns); 4 a thread (16,384 in f32, 32,768 in f16 and bf16); one word past what the
+    // block holds (16,388 in f32, 32,776 in 16-bit types: element by element), more (40,000);
+    // columns not in whole words (203); rows off 16-byte alignment; no rows.
+    let shapes = [
+        (3, 200, 0),
+        (5, 2048, 0),
+        (2, 9000, 0),
+        (2, 16_384, 0),
+        (1, 16_388, 0),
+        (1, 32_768, 0),
+        (1, 32_776, 0),
+        (2, 40_000, 0),
+        (3, 203, 0),
+        (3, 200, 1),
+        (0, 64, 0),
+    ];
     for dtype in DTYPES {
         for (i, &(r, c, skip)) in shapes.iter().enumerate() {
             let seed = 7 + 10 * i as u64;
@@ -388,8 +401,10 @@ fn norm_and_swiglu(dev: &Device) {
             assert_eq!((f32s(&sum2), f32s(&y2)), (f32s(&sum), f32s(&y)), "{at} rerun");
         }
 
-        // (rows, intermediate, offset): whole words, not whole words (95), off alignment.
-        for (i, &(r, inter, skip)) in [(4, 96, 0), (3, 8192, 0), (4, 95, 0), (4, 96, 1)].iter().enumerate() {
+        // (rows, intermediate, offset): whole words, more words than the grid's threads (600 x
+        // 8,192: several passes), not whole words (95), off alignment.
+        let swiglu = [(4, 96, 0), (3, 8192, 0), (600, 8192, 0), (4, 95, 0), (4, 96, 1)];
+        for (i, &(r, inter, skip)) in swiglu.iter().enumerate() {
             let gu = rand_at(&[r, 2 * inter], skip, dtype, dev, 100 + i as u64);
             let got = decode::silu_mul(&gu).unwrap();
             let cpu = |t: &Tensor| t.to_device(&Device::Cpu).unwrap().to_dtype(DType::F32).unwrap();

@@ -397,6 +397,9 @@ pub(crate) fn add_rms_norm(x: &Tensor, delta: Option<&Tensor>, w: &Tensor, eps: 
         Some(_) => raw::uninit((rows, cols), x.dtype(), x.device())?,
         None => x.clone(),
     };
+    if rows == 0 {
+        return Ok((sum, y)); // nothing to launch: a grid of no blocks is not a launch
+    }
     let words = cols.div_ceil(16 / x.dtype().size_in_bytes());
     let threads = (words as u32).next_multiple_of(32).clamp(32, 1024);
     let cfg = LaunchConfig { grid_dim: (rows as u32, 1, 1), block_dim: (threads, 1, 1), shared_mem_bytes: 0 };
