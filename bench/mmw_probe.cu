@@ -209,16 +209,7 @@ __global__ void add_rms_norm_parts_probe(const u16* x, const float* parts, u32 n
         const float v = BF16::ld(s, row * cols + c);
         ss += v * v;
     }
-    ss = warp_sum(ss);
-    if (tid % 32 == 0) red[tid / 32] = ss;
-    __syncthreads();
-    if (tid < 32) {
-        float v = tid < blockDim.x / 32 ? red[tid] : 0.f;
-        v = warp_sum(v);
-        if (tid == 0) red[0] = v;
-    }
-    __syncthreads();
-    const float inv = rsqrtf(red[0] / cols + eps);
+    const float inv = block_inv_rms(ss, red, tid / 32, tid % 32, blockDim.x / 32, cols, eps);
     for (u32 c = tid; c < cols; c += blockDim.x) BF16::st(y, row * cols + c, BF16::ld(s, row * cols + c) * inv * BF16::ld(w, c));
 }
 __global__ void silu_mul_probe(const u16* in, u32 inter, u64 n, u16* out) { silu_mul<BF16>(in, inter, n, out); }
