@@ -289,7 +289,7 @@ static void launch_cublas(cublasHandle_t h, const Shape& sh, u32 M, const u16* W
     CB(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, rows, M, sh.K, &one, W, CUDA_R_16BF, sh.K, x, CUDA_R_16BF, sh.K, &zero, y,
                     CUDA_R_16BF, rows, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 }
-static std::vector<Cfg> sweep(const Shape& sh, u32 M) {
+static std::vector<Cfg> sweep(const Shape& sh) {
     std::vector<Cfg> v;
     const u32 chunks = (sh.K + 31) / 32;
     for (u32 rt : {1u, 2u, 4u}) {
@@ -309,7 +309,6 @@ static std::vector<Cfg> sweep(const Shape& sh, u32 M) {
                 }
             }
     }
-    (void)M;
     return v;
 }
 static void allow_smem() {
@@ -381,7 +380,7 @@ int main(int argc, char** argv) {
                 std::vector<float> xf(xh.size());
                 for (size_t i = 0; i < xh.size(); ++i) xf[i] = bf2f(xh[i]);
                 const std::vector<double> r = cpu_ref(ps, M, Wf, xf, {}, {}, [](float v) { return bf2f(f2bf(v)); });
-                std::vector<Cfg> cs = sweep(sh, M);
+                std::vector<Cfg> cs = sweep(sh);
                 if (sh.N > 20000) {  // a few: the LM head's reference is slow
                     std::vector<Cfg> few;
                     for (size_t i = 0; i < cs.size(); i += 7) few.push_back(cs[i]);
@@ -434,7 +433,8 @@ int main(int argc, char** argv) {
     }
 
     // ----------------------------- timing per shape ------------------------------------
-    printf("\n## timing, us per node (median of 7 x 30 replays of a graph of `nodes` nodes, each its own matrix)\n");
+    // (`chain` runs only the last section.)
+    if (!chain_only) printf("\n## timing, us per node (median of 7 x 30 replays of a graph of `nodes` nodes, each its own matrix)\n");
     fill(x, 32 * 8192, 7, -1.f, 1.f);
     const u64 off[4] = {0, 3072ull * 2048, 3072ull * 2048 + 2048ull * 2048, 3072ull * 2048 + 2048ull * 2048 + 16384ull * 2048};
     auto Wi = [&](int si, int i) -> const u16* {
@@ -450,7 +450,7 @@ int main(int argc, char** argv) {
             double best = 1e9;
             Cfg bc{};
             std::vector<std::pair<double, Cfg>> all;
-            for (const Cfg& c : sweep(sh, M)) {
+            for (const Cfg& c : sweep(sh)) {
                 const Timing t = time_graph(sh.nodes, [&](int i) { launch(c, sh, M, Wi(si, i), x, y); });
                 all.push_back({t.med, c});
                 if (t.med < best) { best = t.med; bc = c; }
@@ -467,7 +467,7 @@ int main(int argc, char** argv) {
         }
 
     // ----------------------------- the step without attention -------------------------
-    printf("\n## 16 layers (norm, qkv, o, add+norm, gate/up, [silu_mul], down, add+norm) + LM head, one graph (ms)\n");
+    if (!chain_only) printf("\n## 16 layers (norm, qkv, o, add+norm, gate/up, [silu_mul], down, add+norm) + LM head, one graph (ms)\n");
     for (u32 M : {16u, 32u}) {
         if (chain_only) break;
         auto seq = [&](int how) {  // 0 cuBLAS, 1 mmw plain, 2 mmw PDL
