@@ -707,4 +707,107 @@ mod tests {
         let e = attention_limits("attention", &On::Cuda, &cache, (8, 1), f32::NAN, DType::BF16).unwrap_err();
         assert!(e.to_string().contains("scale"), "{e}");
     }
+
+    /// Values in [-1, 1) from `seed` (a hash of the index), as `dtype` on `dev`.
+    fn values(shape: &[usize], dtype: DType, dev: &Device, seed: u64) -> Tensor {
+        let n: usize = shape.iter().product();
+        let v: Vec<f32> = (0..n as u64)
+            .map(|i| {
+                let mut h = (i ^ seed.rotate_left(32)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+                h ^= h >> 29;
+                h = h.wrapping_mul(0xbf58_476d_1ce4_e5b9);
+                h ^= h >> 32;
+                (h >> 40) as f32 / (1u64 << 23) as f32 - 1.0
+            })
+            .collect();
+        Tensor::from_vec(v, shape, &Device::Cpu).unwrap().to_dtype(dtype).unwrap().to_device(dev).unwrap()
+    }
+
+    /// The fused 8-warp attention (heads of 64, 16-bit types, decode batches) launched
+    /// programmatically reads its keys and values through the copy engine's ring in shared
+    /// memory (`decode_pdl.ptx`, compute capability 9.0 and later); launched plainly, through
+    /// registers. Both give the same output and cache, bit for bit, over: 1, 3, 8 and 32 rows;
+    /// 1, 4 and 7 query heads a key head (7: two head groups); chunks of 256 to 8,001 keys (the
+    /// values' products on tensor cores up to 1,024, on CUDA cores past it), one chunk (the
+    /// block writes the output) or up to 16 (the last block combines); prefixes that end inside
+    /// a group of 16 keys; the new key in the first, a middle and the last group of a chunk; an
+    /// inactive row and a row past the cache.
+    #[test]
+    #[ignore = "needs a CUDA device"]
+    fn attention_ring_gives_the_register_loads_bits_gpu() {
+        let dev = match Device::new_cuda_with_stream(0) {
+            Ok(d) => d,
+            Err(e) => {
+                assert!(
+                    std::env::var_os("CAPTURE_REQUIRE_GPU").is_none(),
+                    "CAPTURE_REQUIRE_GPU is set but no GPU: {e}"
+                );
+                return;
+            }
+        };
+        let Device::Cuda(cuda) = &dev else { unreachable!("a CUDA device") };
+        if !crate::raw::programmatic_launch_supported(cuda).unwrap() {
+            eprintln!("compute capability below 9.0: no programmatic launch, no ring: nothing to compare");
+            return;
+        }
+        let (nk, d) = (8, 64);
+        let cases: [(usize, &[u32]); 4] = [
+            (1, &[8000]),
+            (3, &[2000, 777, 8255]),
+            (8, &[8000, 7999, 7777, 4100, 1025, 2047, 3, 8256]),
+            (
+                32,
+                &[
+                    2000, 1999, 2111, 700, 64, 1500, 1024, 1025, 33, 2050, 0, 17, 5, 9, 1100, 2112, 8, 8, 8, 8, 8, 8,
+                    8, 8, 8, 8, 8, 8, 8, 8, 8, 8,
+                ],
+            ),
+        ];
+        for dtype in [DType::BF16, DType::F16] {
+            for &(b, pos) in &cases {
+                let s = if b == 32 { 2112 } else { 8256 };
+                for g in [4usize, 1, 7] {
+                    let nq = g * nk;
+                    let what = format!("{dtype:?} b={b} g={g}");
+                    let table = RopeTable::new(d, s, 500_000.0, None, RopeLayout::Halves, &dev).unwrap();
+                    let qkv = values(&[b, (nq + 2 * nk) * d], dtype, &dev, 1);
+                    let (kc, vc) = (values(&[b, nk, s, d], dtype, &dev, 2), values(&[b, nk, s, d], dtype, &dev, 3));
+                    let p = Tensor::new(pos, &dev).unwrap();
+                    let active: Vec<u32> = (0..b).map(|r| u32::from(b == 1 || r != 1)).collect();
+                    let active = Tensor::new(active.as_slice(), &dev).unwrap();
+                    let run = |launch: Launch| {
+                        let cache = KvCache::new(b, nk, s, d, dtype, &dev).unwrap();
+                        cache.k().slice_set(&kc, 0, 0).unwrap();
+                        cache.v().slice_set(&vc, 0, 0).unwrap();
+                        let overflow = Tensor::zeros(b, DType::U32, &dev).unwrap();
+                        let out = qkv_attention_into(
+                            &qkv,
+                            None,
+                            &table,
+                            &p,
+                            Some(&active),
+                            &cache,
+                            &overflow,
+                            nq,
+                            0.125,
+                            None,
+                            launch,
+                        )
+                        .unwrap_or_else(|e| panic!("{what} {launch:?}: {e}"));
+                        let bits = |t: &Tensor| {
+                            let t = t.to_dtype(DType::F32).unwrap().flatten_all().unwrap();
+                            t.to_vec1::<f32>().unwrap().iter().map(|x| x.to_bits()).collect::<Vec<u32>>()
+                        };
+                        (bits(&out), bits(cache.k()), bits(cache.v()), overflow.to_vec1::<u32>().unwrap())
+                    };
+                    let (ring, regs) = (run(Launch::Programmatic), run(Launch::Plain));
+                    assert_eq!(ring.3, regs.3, "{what}: overflow");
+                    assert!(ring.0 == regs.0, "{what}: the attention output differs");
+                    assert!(ring.1 == regs.1, "{what}: the key cache differs");
+                    assert!(ring.2 == regs.2, "{what}: the value cache differs");
+                    assert!(ring.0.iter().all(|x| f32::from_bits(*x).is_finite()), "{what}: a value not finite");
+                }
+            }
+        }
+    }
 }

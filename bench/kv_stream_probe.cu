@@ -1,0 +1,300 @@
+// Probe for issue #32, target 2: how fast the decode attention's keys and values can be read
+// on this GPU, and how far the crate's kernel is from that.
+//
+// Over Llama-3.2-1B's caches (8 key heads of 64, bf16, S = 8,256 positions a row, 16 layers each
+// with its own caches), at B rows and position P (B 8 at 8,000; 32 at 2,000 and 8,000), graphs
+// of 16 launches (one a layer's caches), µs a launch and the rate over the bytes a launch must
+// read (B x 8 x (P + 1) x 64 x 2 x 2):
+//   crate    the crate's `attention_rope_d64w8_bf16` on gpu.rs's grid for decode (8 warps, one
+//            wave of at most 264 blocks);
+//   ld-D     the same grid and the same 16-byte loads of each group of 16 keys and values into
+//            registers as the crate's kernel (one warp a group, warps taking groups in turn),
+//            with D groups in flight a warp (the crate keeps 2: the one it computes and the
+//            next) and no arithmetic but an XOR of what was loaded;
+//   bulk-D   the same grid, each group's keys and values copied by the copy engine
+//            (cp.async.bulk, one 2 KB copy each) into a ring of D groups a warp in shared
+//            memory, completion counted on an mbarrier; the lanes read them as the crate's
+//            kernel reads its registers (16 bytes a lane) and XOR them;
+//   flat     a plain read of the whole of one launch's caches' prefixes laid end to end (one
+//            buffer of the same bytes), grid-stride 16-byte loads, 4 in flight a thread.
+// Every launch but a graph's first is programmatic (as the step launches attention), and each
+// kernel waits at its start (griddepcontrol.wait) and lets the next one launch.
+//   nvcc -O3 -std=c++17 -arch=sm_90 -DDECODE_PDL -o kv_stream_probe bench/kv_stream_probe.cu
+#include <cstdint>
+#include "../capture-candle/kernels/decode.cu"
+#include "probe_host.cuh"
+
+static const u32 L = 16, NQ = 32, NK = 8, D = 64, S = 8256, NW = 8;
+
+// The crate's chunking (decode.cu attention): chunk c of row b's prefix for key head kh.
+struct Chunk { u32 start, end; bool live; };
+static __device__ __forceinline__ Chunk chunk_of(const u32* pos, u32 b, u32 c, u32 nsplit, u32 max_chunk) {
+    u32 len = pos[b] + 1;
+    if (len > S) len = S;
+    const u32 per = (len + nsplit - 1) / nsplit;
+    const u32 chunk = min(max_chunk, max(256u, (per + 63) / 64 * 64));
+    const u32 start = c * chunk;
+    return {start, min(start + chunk, len), start < len};
+}
+
+struct Grp { uint4 k0[2], k1[2], v[4]; };
+static __device__ __forceinline__ void grp_load(Grp& G, const u16* kp, const u16* vp, u32 key0, u32 end, u32 lane) {
+    const u32 r = lane / 4, cq = lane % 4, j = lane / 8, pv = lane % 8;
+#pragma unroll
+    for (u32 u = 0; u < 2; ++u) {
+        const u32 vi = 4 * u + cq;
+        G.k0[u] = att_ld16(kp + (u64)(key0 + r) * D + vi * 8, key0 + r < end);
+        G.k1[u] = att_ld16(kp + (u64)(key0 + r + 8) * D + vi * 8, key0 + r + 8 < end);
+    }
+#pragma unroll
+    for (u32 i = 0; i < 4; ++i) {
+        const u32 key = key0 + i * 4 + j;
+        G.v[i] = att_ld16(vp + (u64)key * D + pv * 8, key < end);
+    }
+}
+static __device__ __forceinline__ u32 grp_xor(const Grp& G) {
+    u32 x = 0;
+#pragma unroll
+    for (u32 u = 0; u < 2; ++u) x ^= G.k0[u].x ^ G.k0[u].y ^ G.k0[u].z ^ G.k0[u].w ^ G.k1[u].x ^ G.k1[u].y ^ G.k1[u].z ^ G.k1[u].w;
+#pragma unroll
+    for (u32 i = 0; i < 4; ++i) x ^= G.v[i].x ^ G.v[i].y ^ G.v[i].z ^ G.v[i].w;
+    return x;
+}
+
+// ld-D: D groups of registers in flight a warp.
+template <u32 DEPTH>
+__global__ void __launch_bounds__(NW * 32, 2) ld_only(const u16* kc, const u16* vc, const u32* pos, u32 nsplit,
+                                                     u32 max_chunk, u32* sink) {
+    pdl_wait();
+    pdl_trigger();
+    const u32 bk = blockIdx.x, b = bk / NK, c = blockIdx.z;
+    const Chunk ch = chunk_of(pos, b, c, nsplit, max_chunk);
+    if (!ch.live) return;
+    const u32 w = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const u64 base = (u64)bk * S * D;
+    const u16 *kp = kc + base, *vp = vc + base;
+    const u32 ngroups = (ch.end - ch.start + 15) / 16;
+    Grp ring[DEPTH];
+#pragma unroll
+    for (u32 s = 0; s < DEPTH; ++s) grp_load(ring[s], kp, vp, ch.start + (w + s * NW) * 16, ch.end, lane);
+    u32 x = 0;
+    for (u32 gi = w; gi < ngroups; gi += DEPTH * NW) {
+#pragma unroll
+        for (u32 s = 0; s < DEPTH; ++s) {
+            x ^= grp_xor(ring[s]);
+            grp_load(ring[s], kp, vp, ch.start + (gi + (s + DEPTH) * NW) * 16, ch.end, lane);
+        }
+    }
+    if (x == 0x9e3779b9u) sink[0] = x;
+}
+
+// bulk-D: a ring of D groups a warp in shared memory (keys 2 KB, then values 2 KB a slot),
+// filled by cp.async.bulk, one mbarrier a slot.
+// (decode.cu's mbar_* and bulk_copy helpers.)
+template <u32 DEPTH>
+__global__ void __launch_bounds__(NW * 32, 2) bulk_only(const u16* kc, const u16* vc, const u32* pos, u32 nsplit,
+                                                       u32 max_chunk, u32* sink) {
+    extern __shared__ __align__(128) uint4 ring[];  // [NW][DEPTH][256]: keys 128, values 128
+    __shared__ __align__(8) u64 bar[NW][DEPTH];
+    const u32 w = threadIdx.x / 32, lane = threadIdx.x % 32;
+    if (lane < DEPTH) mbar_init(&bar[w][lane]);
+    mbar_init_fence();
+    __syncwarp();
+    pdl_wait();
+    pdl_trigger();
+    const u32 bk = blockIdx.x, b = bk / NK, c = blockIdx.z;
+    const Chunk ch = chunk_of(pos, b, c, nsplit, max_chunk);
+    if (!ch.live) return;
+    const u64 base = (u64)bk * S * D;
+    const u16 *kp = kc + base, *vp = vc + base;
+    const u32 ngroups = (ch.end - ch.start + 15) / 16;
+    uint4* my = ring + (u64)w * DEPTH * 256;
+    auto issue = [&](u32 s, u32 gi) {
+        if (lane != 0 || gi >= ngroups) return;
+        const u32 key0 = ch.start + gi * 16, rows = min(16u, ch.end - key0), bytes = rows * D * 2;
+        mbar_expect(&bar[w][s], 2 * bytes);
+        bulk_copy(my + s * 256, kp + (u64)key0 * D, bytes, &bar[w][s]);
+        bulk_copy(my + s * 256 + 128, vp + (u64)key0 * D, bytes, &bar[w][s]);
+    };
+#pragma unroll
+    for (u32 s = 0; s < DEPTH; ++s) issue(s, w + s * NW);
+    const u32 r = lane / 4, cq = lane % 4, j = lane / 8, pv = lane % 8;
+    u32 x = 0, phase = 0;
+    for (u32 gi = w; gi < ngroups; gi += DEPTH * NW) {
+#pragma unroll
+        for (u32 s = 0; s < DEPTH; ++s) {
+            const u32 g = gi + s * NW;
+            if (g >= ngroups) break;
+            mbar_wait(&bar[w][s], phase);
+            const uint4* kk = my + s * 256;
+            const uint4* vv = kk + 128;
+            Grp G;
+#pragma unroll
+            for (u32 u = 0; u < 2; ++u) {
+                G.k0[u] = kk[r * 8 + 4 * u + cq];
+                G.k1[u] = kk[(r + 8) * 8 + 4 * u + cq];
+            }
+#pragma unroll
+            for (u32 i = 0; i < 4; ++i) G.v[i] = vv[(i * 4 + j) * 8 + pv];
+            x ^= grp_xor(G);
+            __syncwarp();
+            bulk_reuse_fence();
+            issue(s, g + DEPTH * NW);
+        }
+        phase ^= 1;
+    }
+    if (x == 0x9e3779b9u) sink[0] = x;
+}
+
+// flat: n 16-byte words, 4 loads in flight a thread.
+__global__ void __launch_bounds__(256) flat_read(const uint4* p, u64 n, u32* sink) {
+    pdl_wait();
+    pdl_trigger();
+    u32 x = 0;
+    const u64 stride = (u64)gridDim.x * blockDim.x;
+    u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    for (; i + 3 * stride < n; i += 4 * stride) {
+        uint4 a[4];
+#pragma unroll
+        for (u32 k = 0; k < 4; ++k) a[k] = att_ld16(p + i + k * stride, true);
+#pragma unroll
+        for (u32 k = 0; k < 4; ++k) x ^= a[k].x ^ a[k].y ^ a[k].z ^ a[k].w;
+    }
+    for (; i < n; i += stride) {
+        const uint4 a = att_ld16(p + i, true);
+        x ^= a.x ^ a.y ^ a.z ^ a.w;
+    }
+    if (x == 0x9e3779b9u) sink[0] = x;
+}
+
+// The crate's fused 8-warp kernel as it was before its keys and values came through the copy
+// engine (register loads, the next group's issued before the current one is computed).
+__global__ void __launch_bounds__(256, 2) att_old(ATT_FUSE_ARGS(BF16)) {
+    attention<BF16, 64, 16, 8, true, true, true, true, false>(q, kc, vc, pos, T, nq, nk, S, dim, nsplit, max_chunk,
+                                                             min_chunk, scale, part, counters, out,
+                                                             AttFuse<BF16>{qkv, bias, table, active, interleaved, kw, vw,
+                                                                           overflow});
+}
+
+int main(int argc, char** argv) {
+    setvbuf(stdout, nullptr, _IOLBF, 0);
+    probe_device();
+    const u32 BM = 32;
+    u64 seed = 5;
+    const u64 cache = (u64)NK * S * D;  // a row's
+    std::vector<u16*> kc(L), vc(L);
+    for (u32 l = 0; l < L; ++l) {
+        CK(cudaMalloc(&kc[l], BM * cache * 2)); fill(kc[l], BM * cache, ++seed, -1.f, 1.f);
+        CK(cudaMalloc(&vc[l], BM * cache * 2)); fill(vc[l], BM * cache, ++seed, -1.f, 1.f);
+    }
+    u16 *qkv, *att;
+    float *table, *part;
+    u32 *pos, *ctr, *ovf, *sink;
+    CK(cudaMalloc(&qkv, BM * (NQ + 2 * NK) * D * 2)); fill(qkv, BM * (NQ + 2 * NK) * D, ++seed, -1.f, 1.f);
+    CK(cudaMalloc(&att, BM * NQ * D * 2));
+    std::vector<float> tab((u64)S * D);
+    for (u32 p = 0; p < S; ++p)
+        for (u32 i = 0; i < D / 2; ++i) {
+            const double f = pow(500000.0, -2.0 * i / D), a = p * f;
+            tab[(u64)p * D + i] = (float)cos(a);
+            tab[(u64)p * D + D / 2 + i] = (float)sin(a);
+        }
+    CK(cudaMalloc(&table, tab.size() * 4));
+    CK(cudaMemcpy(table, tab.data(), tab.size() * 4, cudaMemcpyHostToDevice));
+    CK(cudaMalloc(&pos, BM * 4)); CK(cudaMalloc(&ctr, BM * NK * 4)); CK(cudaMalloc(&ovf, BM * 4));
+    CK(cudaMalloc(&sink, 4));
+    CK(cudaMemset(ctr, 0, BM * NK * 4)); CK(cudaMemset(ovf, 0, BM * 4));
+    CK(cudaMalloc(&part, (u64)BM * NQ * 16 * (D + 4) * 4));
+    // One flat buffer a layer of the largest launch's bytes (32 rows at 8,001 keys).
+    const u64 flat_max = 2ull * BM * NK * 8001 * D * 2;
+    std::vector<uint4*> flat(L);
+    for (u32 l = 0; l < L; ++l) { CK(cudaMalloc(&flat[l], flat_max)); fill((u16*)flat[l], flat_max / 2, ++seed, -1.f, 1.f); }
+
+    const u32 ring = ATT_RING_BYTES(8);
+    CK(cudaFuncSetAttribute(attention_rope_d64w8_bf16, cudaFuncAttributeMaxDynamicSharedMemorySize, ring));
+    for (auto [name, f, smem] : {std::tuple<const char*, void (*)(ATT_FUSE_ARGS(BF16)), u32>{"crate", attention_rope_d64w8_bf16, ring},
+                                 {"crate-regs", attention_rope_d64w8_bf16, 0u}, {"old", att_old, 0u}}) {
+        cudaFuncAttributes fa;
+        CK(cudaFuncGetAttributes(&fa, f));
+        int occ = 0;
+        CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, f, 256, smem));
+        printf("%-10s: %d registers, %zu bytes local, %zu static + %u dynamic shared, %d blocks a multiprocessor\n", name,
+               fa.numRegs, fa.localSizeBytes, fa.sharedSizeBytes, smem, occ);
+    }
+    auto report = [](const char* what, u32 B, u32 P, const Timing& t) {
+        const double bytes = 2.0 * B * NK * (P + 1) * D * 2;
+        printf("B %2u position %4u %-8s %8.2f us a launch (%.2f-%.2f), %.2f TB/s\n", B, P, what, t.med, t.lo, t.hi,
+               bytes / t.med * 1e-6);
+    };
+    for (const auto bp : {std::pair<u32, u32>{1, 64}, {1, 2000}, {1, 8000}, {8, 64}, {32, 64}, {3, 777}, {8, 8000}, {32, 2000}, {32, 8000}, {8, 2000}}) {
+        const u32 B = bp.first, P = bp.second;
+        std::vector<u32> pv(BM, P);
+        CK(cudaMemcpy(pos, pv.data(), BM * 4, cudaMemcpyHostToDevice));
+        // gpu.rs's decode grid for the 8-warp kernel: chunks within 264 blocks, at most 16.
+        const u32 ns = std::max(1u, std::min(264u / (B * NK), std::min(16u, (S + 255) / 256)));
+        const u32 max_chunk = (S + ns - 1) / ns;
+        const dim3 grid(B * NK, 1, ns);
+        const u64 words = 2ull * B * NK * (P + 1) * D * 2 / 16;
+        auto att_with = [&](void (*f)(ATT_FUSE_ARGS(BF16)), u32 smem, int l) {
+            CK(launch_ex(l > 0, f, grid, 256, smem, (const u16*)qkv, (const u16*)kc[l],
+                         (const u16*)vc[l], (const u32*)pos, 1u, NQ, NK, S, D, ns, max_chunk, 256u, 0.125f, part, ctr, att,
+                         (const u16*)qkv, (const u16*)nullptr, (const float*)table, (const u32*)nullptr, 0u, kc[l], vc[l],
+                         ovf));
+        };
+        auto crate = [&](int l) { att_with(attention_rope_d64w8_bf16, ring, l); };
+        auto crate_regs = [&](int l) { att_with(attention_rope_d64w8_bf16, 0u, l); };
+        auto old = [&](int l) { att_with(att_old, 0u, l); };
+        // The three give the same bits (layer 0's caches, one launch each; the new key and
+        // value it writes are the same each time).
+        {
+            std::vector<std::vector<u16>> o;
+            for (int v = 0; v < 3; ++v) {
+                CK(cudaMemset(att, 0xff, BM * NQ * D * 2));
+                v == 0 ? crate(0) : v == 1 ? crate_regs(0) : old(0);
+                o.push_back(d2h(att, (u64)B * NQ * D));
+            }
+            u64 nf = 0;
+            for (u16 x : o[0]) nf += !std::isfinite(bf2f(x));
+            printf("check B %u position %u: crate %s crate-regs, %s old; %llu non-finite\n", B, P,
+                   o[0] == o[1] ? "==" : "!=", o[0] == o[2] ? "==" : "!=", (unsigned long long)nf);
+        }
+        if (B == 1 || B == 3 || P == 64) {  // the crate's kernels only
+            for (int round = 0; round < 2; ++round) {
+                report("crate", B, P, time_graph(L, crate));
+                report("old", B, P, time_graph(L, old));
+            }
+            continue;
+        }
+        auto ld = [&](auto kern) {
+            return [&, kern](int l) {
+                CK(launch_ex(l > 0, kern, grid, 256, 0u, (const u16*)kc[l], (const u16*)vc[l], (const u32*)pos, ns,
+                             max_chunk, sink));
+            };
+        };
+        auto bulk = [&](auto kern, u32 depth) {
+            const u32 smem = NW * depth * 4096;
+            CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+            return [&, kern, smem](int l) {
+                CK(launch_ex(l > 0, kern, grid, 256, smem, (const u16*)kc[l], (const u16*)vc[l], (const u32*)pos, ns,
+                             max_chunk, sink));
+            };
+        };
+        auto flat_l = [&](int l) {
+            CK(launch_ex(l > 0, flat_read, dim3(g_sms * 8), 256, 0u, (const uint4*)flat[l], words, sink));
+        };
+        printf("B %u position %u: %u chunks, grid %u blocks\n", B, P, ns, B * NK * ns);
+        for (int round = 0; round < 2; ++round) {
+            report("crate", B, P, time_graph(L, crate));
+            report("crate-regs", B, P, time_graph(L, crate_regs));
+            report("old", B, P, time_graph(L, old));
+            report("ld-1", B, P, time_graph(L, ld(ld_only<1>)));
+            report("ld-2", B, P, time_graph(L, ld(ld_only<2>)));
+            report("bulk-3", B, P, time_graph(L, bulk(bulk_only<3>, 3)));
+            report("bulk-4", B, P, time_graph(L, bulk(bulk_only<4>, 4)));
+            report("flat", B, P, time_graph(L, flat_l));
+        }
+    }
+    CK(cudaDeviceSynchronize());
+    printf("done\n");
+    return 0;
+}
