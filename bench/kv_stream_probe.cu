@@ -18,7 +18,12 @@
 //   flat     a plain read of the whole of one launch's caches' prefixes laid end to end (one
 //            buffer of the same bytes), grid-stride 16-byte loads, 4 in flight a thread.
 // Every launch but a graph's first is programmatic (as the step launches attention), and each
-// kernel waits at its start (griddepcontrol.wait) and lets the next one launch.
+// kernel waits at its start (griddepcontrol.wait) and lets the next one launch. The same for
+// B 8 at position 2,000.
+//
+// (Commit 1b8297b put bulk-3's ring into the crate's fused 8-warp kernel, with this probe
+// timing it against the kernel before and checking the bits: runs 121-125; the step in run
+// 127. Reverted: see docs/benchmarks-llama.md, 2026-11-28's sixth session.)
 //   nvcc -O3 -std=c++17 -arch=sm_90 -DDECODE_PDL -o kv_stream_probe bench/kv_stream_probe.cu
 #include <cstdint>
 #include "../capture-candle/kernels/decode.cu"
@@ -90,7 +95,27 @@ __global__ void __launch_bounds__(NW * 32, 2) ld_only(const u16* kc, const u16* 
 
 // bulk-D: a ring of D groups a warp in shared memory (keys 2 KB, then values 2 KB a slot),
 // filled by cp.async.bulk, one mbarrier a slot.
-// (decode.cu's mbar_* and bulk_copy helpers.)
+static __device__ __forceinline__ u32 smem_addr(const void* p) { return (u32)__cvta_generic_to_shared(p); }
+static __device__ __forceinline__ void mbar_init(u64* bar) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(smem_addr(bar)));
+}
+static __device__ __forceinline__ void mbar_expect(u64* bar, u32 bytes) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_addr(bar)), "r"(bytes) : "memory");
+}
+static __device__ __forceinline__ void mbar_wait(u64* bar, u32 parity) {
+    asm volatile(
+        "{\n\t.reg .pred done;\n\t"
+        "W: mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n\t"
+        "@!done bra W;\n\t}" ::"r"(smem_addr(bar)),
+        "r"(parity)
+        : "memory");
+}
+static __device__ __forceinline__ void bulk_copy(void* dst, const void* src, u32 bytes, u64* bar) {
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
+                     smem_addr(dst)),
+                 "l"(src), "r"(bytes), "r"(smem_addr(bar))
+                 : "memory");
+}
 template <u32 DEPTH>
 __global__ void __launch_bounds__(NW * 32, 2) bulk_only(const u16* kc, const u16* vc, const u32* pos, u32 nsplit,
                                                        u32 max_chunk, u32* sink) {
@@ -98,7 +123,7 @@ __global__ void __launch_bounds__(NW * 32, 2) bulk_only(const u16* kc, const u16
     __shared__ __align__(8) u64 bar[NW][DEPTH];
     const u32 w = threadIdx.x / 32, lane = threadIdx.x % 32;
     if (lane < DEPTH) mbar_init(&bar[w][lane]);
-    mbar_init_fence();
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     __syncwarp();
     pdl_wait();
     pdl_trigger();
@@ -138,7 +163,7 @@ __global__ void __launch_bounds__(NW * 32, 2) bulk_only(const u16* kc, const u16
             for (u32 i = 0; i < 4; ++i) G.v[i] = vv[(i * 4 + j) * 8 + pv];
             x ^= grp_xor(G);
             __syncwarp();
-            bulk_reuse_fence();
+            asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
             issue(s, g + DEPTH * NW);
         }
         phase ^= 1;
@@ -165,15 +190,6 @@ __global__ void __launch_bounds__(256) flat_read(const uint4* p, u64 n, u32* sin
         x ^= a.x ^ a.y ^ a.z ^ a.w;
     }
     if (x == 0x9e3779b9u) sink[0] = x;
-}
-
-// The crate's fused 8-warp kernel as it was before its keys and values came through the copy
-// engine (register loads, the next group's issued before the current one is computed).
-__global__ void __launch_bounds__(256, 2) att_old(ATT_FUSE_ARGS(BF16)) {
-    attention<BF16, 64, 16, 8, true, true, true, true, false>(q, kc, vc, pos, T, nq, nk, S, dim, nsplit, max_chunk,
-                                                             min_chunk, scale, part, counters, out,
-                                                             AttFuse<BF16>{qkv, bias, table, active, interleaved, kw, vw,
-                                                                           overflow});
 }
 
 int main(int argc, char** argv) {
@@ -210,23 +226,20 @@ int main(int argc, char** argv) {
     std::vector<uint4*> flat(L);
     for (u32 l = 0; l < L; ++l) { CK(cudaMalloc(&flat[l], flat_max)); fill((u16*)flat[l], flat_max / 2, ++seed, -1.f, 1.f); }
 
-    const u32 ring = ATT_RING_BYTES(8);
-    CK(cudaFuncSetAttribute(attention_rope_d64w8_bf16, cudaFuncAttributeMaxDynamicSharedMemorySize, ring));
-    for (auto [name, f, smem] : {std::tuple<const char*, void (*)(ATT_FUSE_ARGS(BF16)), u32>{"crate", attention_rope_d64w8_bf16, ring},
-                                 {"crate-regs", attention_rope_d64w8_bf16, 0u}, {"old", att_old, 0u}}) {
+    {
         cudaFuncAttributes fa;
-        CK(cudaFuncGetAttributes(&fa, f));
+        CK(cudaFuncGetAttributes(&fa, attention_rope_d64w8_bf16));
         int occ = 0;
-        CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, f, 256, smem));
-        printf("%-10s: %d registers, %zu bytes local, %zu static + %u dynamic shared, %d blocks a multiprocessor\n", name,
-               fa.numRegs, fa.localSizeBytes, fa.sharedSizeBytes, smem, occ);
+        CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, attention_rope_d64w8_bf16, 256, 0));
+        printf("crate: %d registers, %zu bytes local, %zu static shared, %d blocks a multiprocessor\n", fa.numRegs,
+               fa.localSizeBytes, fa.sharedSizeBytes, occ);
     }
     auto report = [](const char* what, u32 B, u32 P, const Timing& t) {
         const double bytes = 2.0 * B * NK * (P + 1) * D * 2;
         printf("B %2u position %4u %-8s %8.2f us a launch (%.2f-%.2f), %.2f TB/s\n", B, P, what, t.med, t.lo, t.hi,
                bytes / t.med * 1e-6);
     };
-    for (const auto bp : {std::pair<u32, u32>{1, 64}, {1, 2000}, {1, 8000}, {8, 64}, {32, 64}, {3, 777}, {8, 8000}, {32, 2000}, {32, 8000}, {8, 2000}}) {
+    for (const auto bp : {std::pair<u32, u32>{8, 8000}, {32, 2000}, {32, 8000}, {8, 2000}}) {
         const u32 B = bp.first, P = bp.second;
         std::vector<u32> pv(BM, P);
         CK(cudaMemcpy(pos, pv.data(), BM * 4, cudaMemcpyHostToDevice));
@@ -235,36 +248,12 @@ int main(int argc, char** argv) {
         const u32 max_chunk = (S + ns - 1) / ns;
         const dim3 grid(B * NK, 1, ns);
         const u64 words = 2ull * B * NK * (P + 1) * D * 2 / 16;
-        auto att_with = [&](void (*f)(ATT_FUSE_ARGS(BF16)), u32 smem, int l) {
-            CK(launch_ex(l > 0, f, grid, 256, smem, (const u16*)qkv, (const u16*)kc[l],
+        auto crate = [&](int l) {
+            CK(launch_ex(l > 0, attention_rope_d64w8_bf16, grid, 256, 0u, (const u16*)qkv, (const u16*)kc[l],
                          (const u16*)vc[l], (const u32*)pos, 1u, NQ, NK, S, D, ns, max_chunk, 256u, 0.125f, part, ctr, att,
                          (const u16*)qkv, (const u16*)nullptr, (const float*)table, (const u32*)nullptr, 0u, kc[l], vc[l],
                          ovf));
         };
-        auto crate = [&](int l) { att_with(attention_rope_d64w8_bf16, ring, l); };
-        auto crate_regs = [&](int l) { att_with(attention_rope_d64w8_bf16, 0u, l); };
-        auto old = [&](int l) { att_with(att_old, 0u, l); };
-        // The three give the same bits (layer 0's caches, one launch each; the new key and
-        // value it writes are the same each time).
-        {
-            std::vector<std::vector<u16>> o;
-            for (int v = 0; v < 3; ++v) {
-                CK(cudaMemset(att, 0xff, BM * NQ * D * 2));
-                v == 0 ? crate(0) : v == 1 ? crate_regs(0) : old(0);
-                o.push_back(d2h(att, (u64)B * NQ * D));
-            }
-            u64 nf = 0;
-            for (u16 x : o[0]) nf += !std::isfinite(bf2f(x));
-            printf("check B %u position %u: crate %s crate-regs, %s old; %llu non-finite\n", B, P,
-                   o[0] == o[1] ? "==" : "!=", o[0] == o[2] ? "==" : "!=", (unsigned long long)nf);
-        }
-        if (B == 1 || B == 3 || P == 64) {  // the crate's kernels only
-            for (int round = 0; round < 2; ++round) {
-                report("crate", B, P, time_graph(L, crate));
-                report("old", B, P, time_graph(L, old));
-            }
-            continue;
-        }
         auto ld = [&](auto kern) {
             return [&, kern](int l) {
                 CK(launch_ex(l > 0, kern, grid, 256, 0u, (const u16*)kc[l], (const u16*)vc[l], (const u32*)pos, ns,
@@ -285,8 +274,6 @@ int main(int argc, char** argv) {
         printf("B %u position %u: %u chunks, grid %u blocks\n", B, P, ns, B * NK * ns);
         for (int round = 0; round < 2; ++round) {
             report("crate", B, P, time_graph(L, crate));
-            report("crate-regs", B, P, time_graph(L, crate_regs));
-            report("old", B, P, time_graph(L, old));
             report("ld-1", B, P, time_graph(L, ld(ld_only<1>)));
             report("ld-2", B, P, time_graph(L, ld(ld_only<2>)));
             report("bulk-3", B, P, time_graph(L, bulk(bulk_only<3>, 3)));

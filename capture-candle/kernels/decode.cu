@@ -181,11 +181,6 @@ __device__ void rope_write(const typename E::T* src, u32 stride, u32 col0, const
 // 36.9; batch 32 at 2,000: 35.0 against 34.4, at 8,000: 135.2 against 129.9). From 1,025 to
 // 2,000 keys the tensor-core path was not timed.
 #define ATT_TCV_MAX_KEYS 1024
-// BULK: groups of keys and values a warp has in flight (its ring's slots), and the dynamic
-// shared memory a block of nw warps needs for them (16 keys and values of 64 16-bit elements
-// a slot: 4 KB). gpu.rs ATT_RING_BYTES.
-#define ATT_RING 3
-#define ATT_RING_BYTES(nw) ((nw) * ATT_RING * 4096u)
 #define ATT_MAX_SPLITS 64
 
 // 8 consecutive elements as floats (16-bit types: one 16-byte load; f32: two).
@@ -348,54 +343,6 @@ static __device__ __forceinline__ void pdl_wait() {}
 static __device__ __forceinline__ void pdl_trigger() {}
 static __device__ __forceinline__ void pdl_prefetch(const void*) {}
 #endif
-
-// The copy engine's bulk copies into shared memory (compute_90: decode_pdl.ptx), counted on an
-// mbarrier: what the fused 8-warp attention reads its keys and values through (ATT_RING).
-#if defined(DECODE_PDL) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-#define DECODE_BULK 1
-static __device__ __forceinline__ u32 smem_u32(const void* p) { return (u32)__cvta_generic_to_shared(p); }
-static __device__ __forceinline__ u32 dyn_smem_bytes() {
-    u32 x;
-    asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(x));
-    return x;
-}
-// An mbarrier that one arrival (with the bytes it expects) and those bytes complete.
-static __device__ __forceinline__ void mbar_init(u64* bar) {
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(smem_u32(bar)) : "memory");
-}
-static __device__ __forceinline__ void mbar_init_fence() { asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory"); }
-static __device__ __forceinline__ void mbar_expect(u64* bar, u32 bytes) {
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_u32(bar)), "r"(bytes) : "memory");
-}
-// Waits until the barrier's phase of this parity has completed (its bytes are in shared memory).
-static __device__ __forceinline__ void mbar_wait(u64* bar, u32 parity) {
-    asm volatile(
-        "{\n\t.reg .pred done;\n\t"
-        "BULK_WAIT:\n\t"
-        "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n\t"
-        "@!done bra BULK_WAIT;\n\t}" ::"r"(smem_u32(bar)),
-        "r"(parity)
-        : "memory");
-}
-// `bytes` (a multiple of 16) from global `src` to shared `dst` (both 16-byte aligned), counted on `bar`.
-static __device__ __forceinline__ void bulk_copy(void* dst, const void* src, u32 bytes, u64* bar) {
-    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
-                     smem_u32(dst)),
-                 "l"(src), "r"(bytes), "r"(smem_u32(bar))
-                 : "memory");
-}
-// Orders this thread's reads of shared memory before the copy engine's later writes to it.
-static __device__ __forceinline__ void bulk_reuse_fence() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
-#else
-#define DECODE_BULK 0
-static __device__ __forceinline__ u32 dyn_smem_bytes() { return 0; }
-static __device__ __forceinline__ void mbar_init(u64*) {}
-static __device__ __forceinline__ void mbar_init_fence() {}
-static __device__ __forceinline__ void mbar_expect(u64*, u32) {}
-static __device__ __forceinline__ void mbar_wait(u64*, u32) {}
-static __device__ __forceinline__ void bulk_copy(void*, const void*, u32, u64*) {}
-static __device__ __forceinline__ void bulk_reuse_fence() {}
-#endif
 // DECODE_TRACE(site, a, b, c): a probe's timestamp hook at the points marked with it in gemv
 // and attention (bench/attention_chain_probe.cu defines it before it includes this file).
 // Empty here: the crate's PTX has none.
@@ -403,8 +350,7 @@ static __device__ __forceinline__ void bulk_reuse_fence() {}
 #define DECODE_TRACE(site, a, b, c)
 #endif
 
-template <typename E, u32 DP, u32 GK, u32 NW, bool MMA, bool PF, bool FUSE = false, bool TCV = false,
-          bool BULK = false>
+template <typename E, u32 DP, u32 GK, u32 NW, bool MMA, bool PF, bool FUSE = false, bool TCV = false>
 __device__ void attention(const typename E::T* q, const typename E::T* kc, const typename E::T* vc,
                           const u32* pos, u32 T, u32 nq, u32 nk, u32 S, u32 dim, u32 nsplit, u32 max_chunk,
                           u32 min_chunk, float scale, float* part, u32* counters, typename E::T* out,
@@ -423,12 +369,6 @@ __device__ void attention(const typename E::T* q, const typename E::T* kc, const
     // on tensor cores too (the probabilities rounded to the element type, as flash attention
     // rounds them); longer chunks keep them on CUDA cores. Heads of 64, groups of 16 keys.
     static_assert(!TCV || (MMA && DP == 64 && GK == 16), "TCV: the tensor-core d64 kernels");
-    // BULK (the fused d64w8 kernels of decode_pdl.ptx): the groups' keys and values reach shared
-    // memory by the copy engine (ATT_RING groups a warp in flight) instead of registers.
-    static_assert(!BULK || TCV, "BULK: the d64w8 kernels");
-    constexpr u32 SLOT = GK * DP * sizeof(Elem) / 16;  // BULK: a group's keys (or values), 16-byte words
-    extern __shared__ __align__(128) uint4 att_ring[];  // BULK: [NW][ATT_RING][keys, values][SLOT]
-    __shared__ __align__(8) u64 att_bar[BULK ? NW : 1][BULK ? ATT_RING : 1];  // BULK: a slot's barrier
     __shared__ __align__(16) float att_p[NW][GK][H];     // a group's probabilities, key-major
     __shared__ __align__(16) float att_a[NW][H];         // a group's rescale of what came before
     __shared__ __align__(16) float att_o[NW][H][DP];     // the warps' outputs
@@ -468,13 +408,6 @@ __device__ void attention(const typename E::T* q, const typename E::T* kc, const
     if (start >= len) return;
     const u32 end = min(start + chunk, len), n = end - start;
     const u32 tid = threadIdx.x, w = tid / 32, lane = tid % 32;
-    // BULK where the launch gave the ring its shared memory and rows are DP wide (block-uniform;
-    // else the register loads below, with the same sums).
-    const bool bulk = DECODE_BULK && BULK && dim == DP && dyn_smem_bytes() >= ATT_RING_BYTES(NW);
-    // Where the ring is built in, the register path is only its fallback: it loads each group
-    // when it takes it (no group ahead, whose registers would spill beside the ring's state).
-    constexpr bool PFR = PF && !(DECODE_BULK && BULK);
-    const u32 ngroups = (n + GK - 1) / GK;
     const u32 r = lane / 4, cq = lane % 4;      // score lanes: keys r and r + 8, dims 8cq.. of each 32
     const u32 j = lane / LPK, pv = lane % LPK;  // value lanes: keys j + KPW*i, dims 8pv ..
     const u64 kvbase = ((u64)b * nk + kh) * S * dim;
@@ -547,64 +480,11 @@ __device__ void attention(const typename E::T* q, const typename E::T* kc, const
         }
     };
 
-    // BULK: warp w's ring of ATT_RING slots; slot s holds group gi (gi = w + (s + k ATT_RING) NW
-    // for its k-th use) once its barrier's phase k completes. Lane 0 issues a group's two copies
-    // (its rows past the chunk's end are not copied, and read as zeros below).
-    uint4* const ring = att_ring + (u64)w * ATT_RING * 2 * SLOT;
-    auto issue = [&](u32 slot, u32 gi) {
-        if (lane != 0 || gi >= ngroups) return;
-        bulk_reuse_fence();  // the lanes' reads of this slot (ordered by __syncwarp) come first
-        const u32 key0 = start + gi * GK, bytes = min(GK, end - key0) * DP * (u32)sizeof(Elem);
-        mbar_expect(&att_bar[BULK ? w : 0][BULK ? slot : 0], 2 * bytes);
-        bulk_copy(ring + slot * 2 * SLOT, kp + (u64)key0 * DP, bytes, &att_bar[BULK ? w : 0][BULK ? slot : 0]);
-        bulk_copy(ring + slot * 2 * SLOT + SLOT, vp + (u64)key0 * DP, bytes, &att_bar[BULK ? w : 0][BULK ? slot : 0]);
-    };
-    // BULK: a slot's group into the lanes' registers as `load` loads it (zeros past the end).
-    auto take = [&](Grp& G, u32 slot, u32 gi) {
-        const uint4* kk = ring + slot * 2 * SLOT;
-        const uint4* vv = kk + SLOT;
-        const uint4 z = make_uint4(0u, 0u, 0u, 0u);
-        const u32 key0 = start + gi * GK;
-#pragma unroll
-        for (u32 u = 0; u < NU; ++u) {
-            const u32 vi = 4 * u + cq;
-            G.k0[u].a = key0 + r < end ? kk[r * LPK + vi] : z;
-            if (GK == 16) G.k1[GK == 16 ? u : 0].a = key0 + r + 8 < end ? kk[(r + 8) * LPK + vi] : z;
-        }
-        // Values: lane (j, pv) reads word pv of key i KPW + j (a row's words are a quarter-warp's:
-        // no two lanes of it on one bank). TCV: lane (r, cq) takes word r of key 4i + cq from lane
-        // 8cq + r (read so, 4 lanes of a quarter-warp would share a bank).
-        const u32 from = 8 * cq + r;
-#pragma unroll
-        for (u32 i = 0; i < NR; ++i) {
-            const u32 key = i * KPW + j;
-            uint4 x = key0 + key < end ? vv[key * LPK + pv] : z;
-            if (TCV && tc) {
-                x.x = __shfl_sync(0xffffffffu, x.x, from);
-                x.y = __shfl_sync(0xffffffffu, x.y, from);
-                x.z = __shfl_sync(0xffffffffu, x.z, from);
-                x.w = __shfl_sync(0xffffffffu, x.w, from);
-            }
-            G.v[i].a = x;
-        }
-    };
-
     Grp G;
     // FUSE with PF (the 16-bit d64 kernels): the first group's loads go out before the queries
     // are formed (they do not depend on them), so their latency overlaps the loads of qkv.
-    // BULK: the first group into registers so (a bulk copy takes longer to arrive), the next
-    // ATT_RING into the ring.
     DECODE_TRACE(9, n, 0, 0);
-    if (bulk) {
-        if (lane < ATT_RING) {
-            mbar_init(&att_bar[BULK ? w : 0][BULK ? lane : 0]);
-            mbar_init_fence();
-        }
-        __syncwarp();
-#pragma unroll
-        for (u32 s = 0; s < ATT_RING; ++s) issue(s, w + (s + 1) * NW);
-    }
-    if (FUSE && (PFR || bulk) && w < ngroups) load(G, w);
+    if (FUSE && PF && w < (n + GK - 1) / GK) load(G, w);
     if constexpr (PDL) {
         pdl_wait();
         pdl_trigger();
@@ -655,6 +535,7 @@ __device__ void attention(const typename E::T* q, const typename E::T* kc, const
         for (u32 e = 0; e < 8; ++e) acc[h][e] = 0.f;
     // Running max and sum of heads 2cq and 2cq + 1 (lanes cq < 2; the others hold heads past 4).
     float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.f, l1 = 0.f;
+    const u32 ngroups = (n + GK - 1) / GK;
     const bool hok0 = 2 * cq < gh, hok1 = 2 * cq + 1 < gh;
     // FUSE: the new key and value in place of the cache's copy (their lanes only).
     auto patch = [&](Grp& G, u32 gi) {
@@ -675,28 +556,11 @@ __device__ void attention(const typename E::T* q, const typename E::T* kc, const
             }
         }
     };
-    if (!FUSE && (PFR || bulk) && w < ngroups) load(G, w);
-    u32 slot = 0, parity = 0;  // BULK: the next group's slot, and the phase it waits for
+    if (!FUSE && PF && w < ngroups) load(G, w);
     for (u32 gi = w; gi < ngroups; gi += NW) {
         Grp N;
-        if (bulk) {
-            // (The first group is in registers.) The slot's copies in, its words into registers,
-            // then the slot refilled with the group ATT_RING turns on (once every lane has read it).
-            if (gi != w) {
-                mbar_wait(&att_bar[BULK ? w : 0][BULK ? slot : 0], parity);
-                take(G, slot, gi);
-                __syncwarp();
-                issue(slot, gi + ATT_RING * NW);
-                if (++slot == ATT_RING) {
-                    slot = 0;
-                    parity ^= 1;
-                }
-            }
-        } else if (PFR) {
-            load(N, gi + NW);  // past the chunk: no access
-        } else {
-            load(G, gi);
-        }
+        if (PF) load(N, gi + NW);  // past the chunk: no access
+        else load(G, gi);
         if (FUSE && subst) patch(G, gi);
         const u32 key0 = start + gi * GK;
         // Scores s: keys r, r + 8 (s[0..1], s[2..3]) x heads 2cq, 2cq + 1.
@@ -807,7 +671,7 @@ __device__ void attention(const typename E::T* q, const typename E::T* kc, const
                                       __byte_perm(x2, x3, 0x7632)};
                     AttMma<E>::run(acc[mt], a, b0, b1);
                 }
-                if (PFR) G = N;
+                if constexpr (PF) G = N;
                 continue;
             }
         }
@@ -835,7 +699,7 @@ __device__ void attention(const typename E::T* q, const typename E::T* kc, const
                 acc[3][e] = fmaf(pp.w, v[e], acc[3][e]);
             }
         }
-        if (PFR) G = N;
+        if (PF) G = N;
     }
     DECODE_TRACE(12, n, 0, 0);
 
@@ -1019,7 +883,7 @@ __device__ void attention(const typename E::T* q, const typename E::T* kc, const
 #define INSTANTIATE_ATT_ROPE_WIDE(E, SUF)                                                                     \
     extern "C" __global__ void __launch_bounds__(ATT_WARPS_WIDE * 32, 2)                                     \
         attention_rope_d64w8_##SUF(ATT_FUSE_ARGS(E)) {                                                        \
-        attention<E, 64, 16, ATT_WARPS_WIDE, true, true, true, true, true>(                                   \
+        attention<E, 64, 16, ATT_WARPS_WIDE, true, true, true, true>(                                         \
             q, kc, vc, pos, T, nq, nk, S, dim, nsplit, max_chunk, min_chunk, scale, part, counters, out,      \
             AttFuse<E>{qkv, bias, table, active, interleaved, kw, vw, overflow});                             \
     }

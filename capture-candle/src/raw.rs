@@ -91,19 +91,6 @@ pub(crate) fn programmatic_launch_supported(dev: &CudaDevice) -> candle_core::Re
     Ok(major >= 9)
 }
 
-/// Shared memory a multiprocessor of `dev` has for blocks (the driver's
-/// `MAX_SHARED_MEMORY_PER_MULTIPROCESSOR`, bytes): 228 KB on an H100 or H200, 100 KB on some
-/// later parts, which is why a kernel that asks for a large dynamic part checks it first.
-pub(crate) fn shared_memory_per_multiprocessor(dev: &CudaDevice) -> candle_core::Result<usize> {
-    use cudarc::driver::sys::CUdevice_attribute as A;
-    let bytes = dev
-        .cuda_stream()
-        .context()
-        .attribute(A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR)
-        .map_err(|e| candle_core::Error::Cuda(Box::new(e)))?;
-    Ok(usize::try_from(bytes).unwrap_or(0))
-}
-
 /// [`launch`]'s programmatic dependent launch: `func` with the programmatic-stream-
 /// serialization attribute (the caller checked [`programmatic_launch_supported`]). The kernel
 /// may start before its predecessor on the stream has finished, and in a capture the edge

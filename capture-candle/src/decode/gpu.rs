@@ -170,18 +170,6 @@ const ATT_WIDE_THREADS: u32 = 256;
 /// 1,024 keys they run the probabilities-times-values products on tensor cores, with the
 /// probabilities rounded to the element type; see `ATT_TCV_MAX_KEYS` in kernels/decode.cu.)
 const ATT_WIDE_BLOCKS: usize = 264;
-/// Dynamic shared memory of a fused 8-warp attention block launched programmatically (the
-/// `attention_rope_d64w8` kernels of `decode_pdl.ptx`, heads of 64): a ring of 3 groups of 16
-/// keys and values a warp (`ATT_RING_BYTES(8)` in kernels/decode.cu), which the copy engine
-/// fills (cp.async.bulk) in place of the register loads. Two blocks still fit a multiprocessor
-/// (with the kernel's 15.4 KB of static shared memory). Without it the kernel takes its
-/// register loads, with the same sums.
-const ATT_RING_BYTES: u32 = 8 * 3 * 4096;
-/// What two such blocks take of a multiprocessor's shared memory: the ring, the kernel's
-/// static part (15,744 bytes for `attention_rope_d64w8_{bf16,f16}` on an H200, rounded up
-/// here) and the 1 KB the driver keeps a block. Where a multiprocessor has less, the launch
-/// takes the register loads (two blocks a multiprocessor keep one wave of the grid).
-const ATT_RING_SM_BYTES: usize = 2 * (ATT_RING_BYTES as usize + 16 * 1024 + 1024);
 
 /// Whether an attention launch with `per_chunk` blocks a chunk (rows x key heads x head
 /// groups x tokens) at width `width` takes the 8-warp kernel: 16-bit types (`elem` bytes),
@@ -204,7 +192,7 @@ const ATT_MIN_CHUNK: usize = 256;
 /// per key head) and the most chunks the prefix may be cut into; `None` for a shape it does
 /// not take (`dim` not a multiple of 8 or above 256, `g` 0 or above 16). Every launch fits
 /// the static shared memory (at most about 31 KB, `attention_rope_d256_f32`; 25 KB without
-/// the fused input stage); the only dynamic part is [`ATT_RING_BYTES`].
+/// the fused input stage); there is no dynamic part.
 pub(crate) fn attention_split(g: usize, dim: usize, _elem: usize, max_seq: usize) -> Option<(usize, usize, usize)> {
     if g == 0 || g > 16 || dim == 0 || !dim.is_multiple_of(8) || dim > 256 {
         return None;
@@ -323,13 +311,6 @@ pub(crate) fn attention(
     let per_chunk = b * nk * nhg * t;
     let wide = attention_wide(width, elem, per_chunk);
     let (nsplit, max_chunk) = attention_grid(per_chunk, most, max_seq, wide);
-    // Only the fused kernels have PDL hooks (and the copy engine's ring, `ATT_RING_BYTES`).
-    let launch = if fuse.is_some() { launch } else { Launch::Plain };
-    let ring = wide
-        && dim == 64
-        && launch == Launch::Programmatic
-        && raw::programmatic_launch_supported(&dev)?
-        && raw::shared_memory_per_multiprocessor(&dev)? >= ATT_RING_SM_BYTES;
     // The counters the last block of each (row, head, token) finds: the cache's own (kept
     // at 0 by the kernel), or fresh zeros for a call with more token rows than they cover.
     let fresh;
@@ -358,7 +339,7 @@ pub(crate) fn attention(
     let cfg = LaunchConfig {
         grid_dim: (grid_x, t as u32, nsplit as u32),
         block_dim: (if wide { ATT_WIDE_THREADS } else { ATT_THREADS }, 1, 1),
-        shared_mem_bytes: if ring { ATT_RING_BYTES } else { 0 },
+        shared_mem_bytes: 0,
     };
     let mut args = vec![
         addr(Some(q))?,
@@ -378,6 +359,8 @@ pub(crate) fn attention(
         addr(Some(counters))?,
         addr(Some(&out))?,
     ];
+    // Only the fused kernels have PDL hooks.
+    let launch = if fuse.is_some() { launch } else { Launch::Plain };
     let w8 = if wide { "w8" } else { "" };
     let name = match fuse {
         None => format!("attention_d{width}{w8}"),

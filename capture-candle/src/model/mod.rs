@@ -492,12 +492,6 @@ impl Model {
         };
         // Programmatic dependent launch, when set, for that route's products and attention.
         let launch = if ws.is_some() { Launch::Programmatic } else { Launch::Plain };
-        // The other fused routes' attention (one token a row, after cuBLAS's QKV product) is
-        // launched so too when it is set: cuBLAS's kernels do not let it start early, so it
-        // starts when the product ends, as a plain launch would, but it is `decode_pdl.ptx`'s
-        // kernel, whose 8-warp form reads the keys and values through the copy engine's ring
-        // (`gpu::attention`).
-        let att_launch = if self.programmatic { Launch::Programmatic } else { Launch::Plain };
         let x = self.embed.index_select(tokens, 0)?; // [n, hidden]
         let last_rows = |h: Tensor| -> Result<Tensor> {
             if tokens_per_row == 1 {
@@ -509,23 +503,22 @@ impl Model {
         };
         // The fused routes form the queries, and write the cache, inside the attention kernel
         // (one token a row); the unfused route keeps the two kernels.
-        let attend_into =
-            |i: usize, l: &Layer, qkv: &Tensor, into: Option<&AttInto<'_>>, launch: Launch| -> Result<Tensor> {
-                let cache = &state.caches()[i];
-                let heads = cfg.num_attention_heads;
-                let (bias, pos, active, overflow) =
-                    (l.qkv_bias.as_ref(), state.pos(), Some(state.active()), state.overflow());
-                let out = if fused {
-                    decode::ops::qkv_attention_into(
-                        qkv, bias, &self.rope, pos, active, cache, overflow, heads, scale, into, launch,
-                    )?
-                } else {
-                    let q = decode::qkv_rope_write(qkv, bias, &self.rope, pos, active, cache, overflow, heads)?;
-                    decode::attention(&q, cache, pos, scale)?
-                };
-                Ok(out.reshape((n, cfg.q_width()))?)
+        let attend_into = |i: usize, l: &Layer, qkv: &Tensor, into: Option<&AttInto<'_>>| -> Result<Tensor> {
+            let cache = &state.caches()[i];
+            let heads = cfg.num_attention_heads;
+            let (bias, pos, active, overflow) =
+                (l.qkv_bias.as_ref(), state.pos(), Some(state.active()), state.overflow());
+            let out = if fused {
+                decode::ops::qkv_attention_into(
+                    qkv, bias, &self.rope, pos, active, cache, overflow, heads, scale, into, launch,
+                )?
+            } else {
+                let q = decode::qkv_rope_write(qkv, bias, &self.rope, pos, active, cache, overflow, heads)?;
+                decode::attention(&q, cache, pos, scale)?
             };
-        let attend = |i: usize, l: &Layer, qkv: &Tensor| attend_into(i, l, qkv, None, att_launch);
+            Ok(out.reshape((n, cfg.q_width()))?)
+        };
+        let attend = |i: usize, l: &Layer, qkv: &Tensor| attend_into(i, l, qkv, None);
         // Whether the LM head computed each row's argmax (the fused kernel path).
         let mut amax = false;
         let logits = if route == Route::CublasProducts || (fused && n > kernel_rows) {
@@ -564,7 +557,7 @@ impl Model {
             for (i, l) in self.layers.iter().enumerate() {
                 let qkv = mv(&res, &l.qkv, Prologue::RmsNorm(&l.input_norm, eps), None, ws.as_ref().map(|w| &w.qkv))?;
                 let into = ws.as_ref().map(|w| AttInto { scratch: &w.scratch, out: &w.att });
-                let att = attend_into(i, l, &qkv, into.as_ref(), launch)?;
+                let att = attend_into(i, l, &qkv, into.as_ref())?;
                 // The residual stream alternates between two buffers: each product reads one
                 // and writes the other.
                 res = mv(&att, &l.o, Prologue::None, Some(&res), ws.as_ref().map(|w| &w.res[0]))?;
