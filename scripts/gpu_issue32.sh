@@ -10,6 +10,7 @@
 #   bash scripts/gpu_issue32.sh aba          # A/B/A in one command: llama_bench, PyTorch at BATCH (8; 64/2000, 8000), llama_bench (OLD=1: + llama_bench_old)
 #   bash scripts/gpu_issue32.sh mmv-step     # llama_bench: the fused step (tensor-core products) against cuBLAS products, batches 3 and 8
 #   bash scripts/gpu_issue32.sh mmw          # bench/mmw_probe.cu: 9-32-row tensor-core products against cuBLAS; PROBE_ARGS=chain: the batch-32 chain's norms and SwiGLU
+#   bash scripts/gpu_issue32.sh kv           # bench/kv_stream_probe.cu: the decode attention against loads-only kernels over the same cache
 #   bash scripts/gpu_issue32.sh wide         # bench/mmv_probe.cu at 16 and 32 rows, 2 and 1 chunks a round (PROBE_CH)
 #   bash scripts/gpu_issue32.sh floor        # bench/read_floor_probe.cu, bench/pdl_gemv_probe.cu, the first again (run 69)
 #   bash scripts/gpu_issue32.sh stream       # bench/stream_gemv_probe.cu: the GEMVs under PDL piece by piece, shared-memory weight streams
@@ -134,6 +135,10 @@ case "$1" in
     ;;
   mmw)
     { probe_bin mmw mmw_probe -arch=sm_90 -DDECODE_PDL -Xcompiler -fopenmp -lcublas && timeout 400 /tmp/mmw ${PROBE_ARGS:-}; } 2>&1 \
+      | tee "$out/$tag.txt" || failed "$tag"
+    ;;
+  kv)
+    { probe_bin kv_stream_probe kv_stream_probe -arch=sm_90 -DDECODE_PDL && timeout 120 /tmp/kv_stream_probe; } 2>&1 \
       | tee "$out/$tag.txt" || failed "$tag"
     ;;
   mmv)
