@@ -133,16 +133,7 @@ int main(int argc, char** argv) {
         CK(cudaMalloc(&vc[l], BM * cache * 2)); fill(vc[l], BM * cache, ++seed, -1.f, 1.f);
     }
     // RoPE table [S, D]: cosines, then sines (theta 500,000).
-    std::vector<float> tab((u64)S * D);
-    for (u32 p = 0; p < S; ++p)
-        for (u32 i = 0; i < D / 2; ++i) {
-            const double f = pow(500000.0, -2.0 * i / D), a = p * f;
-            tab[(u64)p * D + i] = (float)cos(a);
-            tab[(u64)p * D + D / 2 + i] = (float)sin(a);
-        }
-    float* table;
-    CK(cudaMalloc(&table, tab.size() * 4));
-    CK(cudaMemcpy(table, tab.data(), tab.size() * 4, cudaMemcpyHostToDevice));
+    float* table = rope_table(S, D);
     // gpu.rs attention_split / attention_grid for B rows: 1 head group; chunks at most 16
     // (ATT_MOST_SPLITS), the grid within 528 blocks (ATT_BLOCKS), at least 1.
     // w8h: the 8-warp kernel on half the blocks (264: one wave of 2 a multiprocessor).

@@ -204,19 +204,12 @@ int main(int argc, char** argv) {
         CK(cudaMalloc(&vc[l], BM * cache * 2)); fill(vc[l], BM * cache, ++seed, -1.f, 1.f);
     }
     u16 *qkv, *att;
-    float *table, *part;
+    float* part;
     u32 *pos, *ctr, *ovf, *sink;
     CK(cudaMalloc(&qkv, BM * (NQ + 2 * NK) * D * 2)); fill(qkv, BM * (NQ + 2 * NK) * D, ++seed, -1.f, 1.f);
     CK(cudaMalloc(&att, BM * NQ * D * 2));
-    std::vector<float> tab((u64)S * D);
-    for (u32 p = 0; p < S; ++p)
-        for (u32 i = 0; i < D / 2; ++i) {
-            const double f = pow(500000.0, -2.0 * i / D), a = p * f;
-            tab[(u64)p * D + i] = (float)cos(a);
-            tab[(u64)p * D + D / 2 + i] = (float)sin(a);
-        }
-    CK(cudaMalloc(&table, tab.size() * 4));
-    CK(cudaMemcpy(table, tab.data(), tab.size() * 4, cudaMemcpyHostToDevice));
+    // RoPE table [S, D]: cosines, then sines (theta 500,000).
+    float* table = rope_table(S, D);
     CK(cudaMalloc(&pos, BM * 4)); CK(cudaMalloc(&ctr, BM * NK * 4)); CK(cudaMalloc(&ovf, BM * 4));
     CK(cudaMalloc(&sink, 4));
     CK(cudaMemset(ctr, 0, BM * NK * 4)); CK(cudaMemset(ovf, 0, BM * 4));

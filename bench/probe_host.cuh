@@ -182,6 +182,22 @@ static std::vector<double> cpu_ref(const S& sh, u32 M, const std::vector<float>&
     return r;
 }
 
+// The RoPE table the decode kernels read, [S, D] in f32 (a row's D/2 cosines, then its
+// sines; theta 500,000, Llama-3.2-1B's), on the device.
+static float* rope_table(u32 S, u32 D) {
+    std::vector<float> tab((u64)S * D);
+    for (u32 p = 0; p < S; ++p)
+        for (u32 i = 0; i < D / 2; ++i) {
+            const double f = pow(500000.0, -2.0 * i / D), a = p * f;
+            tab[(u64)p * D + i] = (float)cos(a);
+            tab[(u64)p * D + D / 2 + i] = (float)sin(a);
+        }
+    float* table;
+    CK(cudaMalloc(&table, tab.size() * 4));
+    CK(cudaMemcpy(table, tab.data(), tab.size() * 4, cudaMemcpyHostToDevice));
+    return table;
+}
+
 // One decoder layer's bf16 weights at shapes (hidden h, QKV width qkv, intermediate i): QKV
 // [qkv, h], O [h, h], gate/up [2i, h], down [h, i], each filled uniformly in [-a, a] (down in
 // [-ad, ad]) with the next seeds of `seed`, in that order. `n` layers, each its own weights.
