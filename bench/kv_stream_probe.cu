@@ -2,7 +2,7 @@
 // on this GPU, and how far the crate's kernel is from that.
 //
 // Over Llama-3.2-1B's caches (8 key heads of 64, bf16, S = 8,256 positions a row, 16 layers each
-// with its own caches), at B rows and position P (B 8 at 8,000; 32 at 2,000 and 8,000), graphs
+// with its own caches), at B rows and position P (B 8 at 8,000 and 2,000; 32 at 2,000 and 8,000), graphs
 // of 16 launches (one a layer's caches), µs a launch and the rate over the bytes a launch must
 // read (B x 8 x (P + 1) x 64 x 2 x 2):
 //   crate    the crate's `attention_rope_d64w8_bf16` on gpu.rs's grid for decode (8 warps, one
@@ -14,12 +14,12 @@
 //   bulk-D   the same grid, each group's keys and values copied by the copy engine
 //            (cp.async.bulk, one 2 KB copy each) into a ring of D groups a warp in shared
 //            memory, completion counted on an mbarrier; the lanes read them as the crate's
-//            kernel reads its registers (16 bytes a lane) and XOR them;
+//            kernel reads its registers (16 bytes a lane) and XOR them. D 3: 96 KB a block, two
+//            blocks a multiprocessor as the crate's kernel; D 4: 128 KB, one block;
 //   flat     a plain read of the whole of one launch's caches' prefixes laid end to end (one
 //            buffer of the same bytes), grid-stride 16-byte loads, 4 in flight a thread.
 // Every launch but a graph's first is programmatic (as the step launches attention), and each
-// kernel waits at its start (griddepcontrol.wait) and lets the next one launch. The same for
-// B 8 at position 2,000.
+// kernel waits at its start (griddepcontrol.wait) and lets the next one launch.
 //
 // (Commit 1b8297b put bulk-3's ring into the crate's fused 8-warp kernel, with this probe
 // timing it against the kernel before and checking the bits: runs 121-125; the step in run
@@ -192,7 +192,7 @@ __global__ void __launch_bounds__(256) flat_read(const uint4* p, u64 n, u32* sin
     if (x == 0x9e3779b9u) sink[0] = x;
 }
 
-int main(int argc, char** argv) {
+int main() {
     setvbuf(stdout, nullptr, _IOLBF, 0);
     probe_device();
     const u32 BM = 32;
