@@ -21,11 +21,43 @@
 // Every launch but a graph's first is programmatic (as the step launches attention), and each
 // kernel waits at its start (griddepcontrol.wait) and lets the next one launch.
 //
+// `kv_stream_probe crate` times the crate's kernel alone, at batch 8 (positions 8,000, 2,000 and
+// 64), 32 (2,000 and 8,000) and 1 (8,000), and prints a hash of its output where the prefix is
+// split (so builds with different knobs can be compared bit for bit). Built with
+// -DATT_CLUSTER=1 (decode.cu's cluster combine, the seventh session's experiment), it also times
+// `crate-cl`: the same kernel launched in clusters of its chunks, after checking it gives the
+// same bits, and prints how many such clusters can be resident at once.
+// `kv_stream_probe trace` (built with -DKV_TRACE) times no graph: it launches the crate's kernel
+// and ld-2 alone, 48 times each (the first 16 discarded), and prints where a launch's time goes
+// from %globaltimer stamps at decode.cu's DECODE_TRACE sites (KV_CLUSTER=1: the crate's kernel
+// in clusters).
+//
 // (Commit 1b8297b put bulk-3's ring into the crate's fused 8-warp kernel, with this probe
 // timing it against the kernel before and checking the bits: runs 121-125; the step in run
 // 127. Reverted: see docs/benchmarks-llama.md, 2026-11-28's sixth session.)
 //   nvcc -O3 -std=c++17 -arch=sm_90 -DDECODE_PDL -o kv_stream_probe bench/kv_stream_probe.cu
 #include <cstdint>
+// KV_TRACE (kv_stream_probe_trace, `trace` mode): thread 0 of each block stamps %globaltimer
+// (ns) at decode.cu's attention sites 9 (start) .. 14 (combined) into slots 1 .. 6 of its row
+// of g_kv_st; ld-2 stamps its start (slot 1) and its end (slot 5).
+#if defined(KV_TRACE)
+__device__ unsigned long long g_kv_st[1024 * 8];
+static __device__ __forceinline__ void kv_trace(unsigned site) {
+    if (threadIdx.x != 0 || site < 9 || site > 14) return;
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    const unsigned blk = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
+    g_kv_st[blk * 8 + (site - 8)] = t;
+}
+#define DECODE_TRACE(site, a, b, c) kv_trace(site)
+static void* g_kv_st_ptr() {
+    void* p = nullptr;
+    cudaGetSymbolAddress(&p, g_kv_st);
+    return p;
+}
+#else
+#define DECODE_TRACE(site, a, b, c)
+#endif
 #include "../capture-candle/kernels/decode.cu"
 #include "probe_host.cuh"
 
@@ -75,6 +107,7 @@ __global__ void __launch_bounds__(NW * 32, 2) ld_only(const u16* kc, const u16* 
     const u32 bk = blockIdx.x, b = bk / NK, c = blockIdx.z;
     const Chunk ch = chunk_of(pos, b, c, nsplit, max_chunk);
     if (!ch.live) return;
+    DECODE_TRACE(9, 0, 0, 0);
     const u32 w = threadIdx.x / 32, lane = threadIdx.x % 32;
     const u64 base = (u64)bk * S * D;
     const u16 *kp = kc + base, *vp = vc + base;
@@ -91,6 +124,10 @@ __global__ void __launch_bounds__(NW * 32, 2) ld_only(const u16* kc, const u16* 
         }
     }
     if (x == 0x9e3779b9u) sink[0] = x;
+#if defined(KV_TRACE)
+    __syncthreads();
+    DECODE_TRACE(13, 0, 0, 0);
+#endif
 }
 
 // bulk-D: a ring of D groups a warp in shared memory (keys 2 KB, then values 2 KB a slot),
@@ -192,8 +229,68 @@ __global__ void __launch_bounds__(256) flat_read(const uint4* p, u64 n, u32* sin
     if (x == 0x9e3779b9u) sink[0] = x;
 }
 
-int main() {
+// launch_ex in clusters of `cz` blocks along z (cluster dims (1, 1, cz)), as gpu.rs launches
+// the fused attention with ATT_CLUSTER.
+template <typename F, typename... A>
+static cudaError_t launch_cluster(bool pdl, u32 cz, F f, dim3 grid, u32 threads, A... args) {
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = grid;
+    cfg.blockDim = dim3(threads);
+    cfg.stream = g_s;
+    cudaLaunchAttribute at[2];
+    at[0].id = cudaLaunchAttributeClusterDimension;
+    at[0].val.clusterDim.x = 1;
+    at[0].val.clusterDim.y = 1;
+    at[0].val.clusterDim.z = cz;
+    at[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    at[1].val.programmaticStreamSerializationAllowed = 1;
+    cfg.attrs = at;
+    cfg.numAttrs = pdl ? 2 : 1;
+    return cudaLaunchKernelEx(&cfg, f, args...);
+}
+
+#if defined(KV_TRACE)
+// One launch's stamps (blocks x 8 slots), zeroed before it; the phases of its live blocks, ns.
+struct Phases { double span = 0, last_keys = 0, tail = 0, skew = 0, wait = 0, pro = 0, keys = 0, out = 0, comb = 0, keys_max = 0; };
+static Phases phases(const std::vector<unsigned long long>& st, u32 blocks, bool crate) {
+    Phases p;
+    unsigned long long t0 = ~0ull, first_max = 0, keys_end = 0, end = 0;
+    u32 live = 0, lasts = 0;
+    for (u32 k = 0; k < blocks; ++k) {
+        const unsigned long long* s = &st[k * 8];
+        if (!s[1]) continue;
+        ++live;
+        t0 = std::min(t0, s[1]);
+        first_max = std::max(first_max, s[1]);
+        end = std::max(end, std::max(s[5], s[6]));
+        if (!crate) continue;
+        keys_end = std::max(keys_end, s[4]);
+        p.wait += s[2] - s[1];
+        p.pro += s[3] - s[2];
+        p.keys += s[4] - s[3];
+        p.keys_max = std::max(p.keys_max, (double)(s[4] - s[3]));
+        p.out += s[5] - s[4];
+        if (s[6]) { p.comb += s[6] - s[5]; ++lasts; }
+    }
+    p.span = end - t0;
+    p.skew = first_max - t0;
+    if (crate) {
+        p.last_keys = keys_end - t0;
+        p.tail = end - keys_end;
+        p.wait /= live; p.pro /= live; p.keys /= live; p.out /= live;
+        p.comb = lasts ? p.comb / lasts : 0;
+    }
+    return p;
+}
+#endif
+
+int main(int argc, char** argv) {
     setvbuf(stdout, nullptr, _IOLBF, 0);
+    const bool trace = argc > 1 && !strcmp(argv[1], "trace");
+    const bool crate_only = argc > 1 && !strcmp(argv[1], "crate");  // the crate's kernel alone
+#if !defined(KV_TRACE)
+    if (trace) { printf("trace: build with -DKV_TRACE\n"); return 2; }
+#endif
     probe_device();
     const u32 BM = 32;
     u64 seed = 5;
@@ -232,7 +329,10 @@ int main() {
         printf("B %2u position %4u %-8s %8.2f us a launch (%.2f-%.2f), %.2f TB/s\n", B, P, what, t.med, t.lo, t.hi,
                bytes / t.med * 1e-6);
     };
-    for (const auto bp : {std::pair<u32, u32>{8, 8000}, {32, 2000}, {32, 8000}, {8, 2000}}) {
+    const std::vector<std::pair<u32, u32>> configs =
+        trace || crate_only ? std::vector<std::pair<u32, u32>>{{8, 8000}, {8, 2000}, {32, 2000}, {32, 8000}, {1, 8000}, {8, 64}}
+              : std::vector<std::pair<u32, u32>>{{8, 8000}, {32, 2000}, {32, 8000}, {8, 2000}};
+    for (const auto bp : configs) {
         const u32 B = bp.first, P = bp.second;
         std::vector<u32> pv(BM, P);
         CK(cudaMemcpy(pos, pv.data(), BM * 4, cudaMemcpyHostToDevice));
@@ -246,6 +346,13 @@ int main() {
                          (const u16*)vc[l], (const u32*)pos, 1u, NQ, NK, S, D, ns, max_chunk, 256u, 0.125f, part, ctr, att,
                          (const u16*)qkv, (const u16*)nullptr, (const float*)table, (const u32*)nullptr, 0u, kc[l], vc[l],
                          ovf));
+        };
+        CK(cudaFuncSetAttribute(attention_rope_d64w8_bf16, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+        auto crate_cl = [&](int l) {
+            CK(launch_cluster(l > 0, ns, attention_rope_d64w8_bf16, grid, 256, (const u16*)qkv, (const u16*)kc[l],
+                              (const u16*)vc[l], (const u32*)pos, 1u, NQ, NK, S, D, ns, max_chunk, 256u, 0.125f, part, ctr,
+                              att, (const u16*)qkv, (const u16*)nullptr, (const float*)table, (const u32*)nullptr, 0u,
+                              kc[l], vc[l], ovf));
         };
         auto ld = [&](auto kern) {
             return [&, kern](int l) {
@@ -265,8 +372,75 @@ int main() {
             CK(launch_ex(l > 0, flat_read, dim3(g_sms * 8), 256, 0u, (const uint4*)flat[l], words, sink));
         };
         printf("B %u position %u: %u chunks, grid %u blocks\n", B, P, ns, B * NK * ns);
+#if defined(KV_TRACE)
+        if (trace) {
+            // Single launches, not programmatic, each on the next layer's caches; 48 of each
+            // kernel, alternating, the first 16 of each discarded; mean phases in µs.
+            const u32 blocks = B * NK * ns;
+            std::vector<unsigned long long> st(blocks * 8);
+            const bool cl = getenv("KV_CLUSTER") && ns > 1;
+            if (cl) printf("  (the crate's kernel in clusters of %u)\n", ns);
+            auto run1 = [&](bool is_crate, int l) {
+                CK(cudaMemset(g_kv_st_ptr(), 0, sizeof(unsigned long long) * blocks * 8));
+                if (is_crate && cl) crate_cl(l);
+                else if (is_crate) crate(l);
+                else ld(ld_only<2>)(l);
+                CK(cudaStreamSynchronize(g_s));
+                CK(cudaMemcpy(st.data(), g_kv_st_ptr(), sizeof(unsigned long long) * blocks * 8, cudaMemcpyDeviceToHost));
+                return phases(st, blocks, is_crate);
+            };
+            Phases c{}, d{};
+            u32 n = 0;
+            for (int i = 0; i < 48; ++i) {
+                const Phases pc = run1(true, i % L), pd = run1(false, i % L);
+                if (i < 16) continue;
+                ++n;
+                c.span += pc.span; c.last_keys += pc.last_keys; c.tail += pc.tail; c.skew += pc.skew; c.wait += pc.wait;
+                c.pro += pc.pro; c.keys += pc.keys; c.keys_max += pc.keys_max; c.out += pc.out; c.comb += pc.comb;
+                d.span += pd.span; d.skew += pd.skew;
+            }
+            const double k = 1e-3 / n;
+            printf("  crate: span %.2f (first to last block start %.2f; last keys done at %.2f, then %.2f to the end)\n",
+                   c.span * k, c.skew * k, c.last_keys * k, c.tail * k);
+            printf("  crate, a live block's mean: wait %.2f, queries and new key %.2f, keys %.2f (max %.2f), "
+                   "merge + partials %.2f; a last block's combine %.2f\n",
+                   c.wait * k, c.pro * k, c.keys * k, c.keys_max * k, c.out * k, c.comb * k);
+            printf("  ld-2:  span %.2f (first to last block start %.2f)\n", d.span * k, d.skew * k);
+            continue;
+        }
+#endif
+        if (ns > 1) {
+            // The same bits with and without clusters (one launch each, layer 0).
+            std::vector<u16> a(B * NQ * D), c(B * NQ * D);
+            crate(0);
+            CK(cudaStreamSynchronize(g_s));
+            CK(cudaMemcpy(a.data(), att, a.size() * 2, cudaMemcpyDeviceToHost));
+            CK(cudaMemset(att, 0xff, a.size() * 2));
+            crate_cl(0);
+            CK(cudaStreamSynchronize(g_s));
+            CK(cudaMemcpy(c.data(), att, c.size() * 2, cudaMemcpyDeviceToHost));
+            u64 hsh = 1469598103934665603ull;
+            for (const u16 v : a) hsh = (hsh ^ v) * 1099511628211ull;
+            printf("  output hash %016llx\n", (unsigned long long)hsh);
+            printf("  clusters of %u: %s\n", ns, a == c ? "the same bits" : "DIFFERENT BITS");
+            int occ = 0;
+            cudaLaunchConfig_t cfg = {};
+            cfg.gridDim = grid;
+            cfg.blockDim = dim3(256);
+            cudaLaunchAttribute at[1];
+            at[0].id = cudaLaunchAttributeClusterDimension;
+            at[0].val.clusterDim.x = 1;
+            at[0].val.clusterDim.y = 1;
+            at[0].val.clusterDim.z = ns;
+            cfg.attrs = at;
+            cfg.numAttrs = 1;
+            CK(cudaOccupancyMaxActiveClusters(&occ, attention_rope_d64w8_bf16, &cfg));
+            printf("  at most %d clusters of %u active (%u launched)\n", occ, ns, B * NK);
+        }
         for (int round = 0; round < 2; ++round) {
             report("crate", B, P, time_graph(L, crate));
+            if (ATT_CLUSTER && ns > 1) report("crate-cl", B, P, time_graph(L, crate_cl));
+            if (crate_only) continue;
             report("ld-1", B, P, time_graph(L, ld(ld_only<1>)));
             report("ld-2", B, P, time_graph(L, ld(ld_only<2>)));
             report("bulk-3", B, P, time_graph(L, bulk(bulk_only<3>, 3)));

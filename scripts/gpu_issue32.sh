@@ -141,6 +141,12 @@ case "$1" in
     { probe_bin kv_stream_probe kv_stream_probe -arch=sm_90 -DDECODE_PDL && timeout 120 /tmp/kv_stream_probe; } 2>&1 \
       | tee "$out/$tag.txt" || failed "$tag"
     ;;
+  kvtrace)
+    # bench/kv_stream_probe.cu's trace build (-DKV_TRACE): single launches of the crate's decode
+    # attention and of ld-2, where each block's time goes (queries, keys, partials, combine).
+    { probe_bin kv_stream_trace kv_stream_probe -arch=sm_90 -DDECODE_PDL -DKV_TRACE && timeout 120 /tmp/kv_stream_trace trace; } 2>&1 \
+      | tee "$out/$tag.txt" || failed "$tag"
+    ;;
   mmv)
     { nvcc -O3 -std=c++17 -gencode arch=compute_80,code=sm_90 -Xcompiler -fopenmp bench/mmv_probe.cu -o /tmp/mmv_probe -lcublas || exit 1
       if [ "${SANITIZE:-0}" = 1 ]; then
