@@ -23,14 +23,12 @@
 //
 // `kv_stream_probe crate` times the crate's kernel alone, at batch 8 (positions 8,000, 2,000 and
 // 64), 32 (2,000 and 8,000) and 1 (8,000), and prints a hash of its output where the prefix is
-// split (so builds with different knobs can be compared bit for bit). Built with
-// -DATT_CLUSTER=1 (decode.cu's cluster combine, the seventh session's experiment), it also times
-// `crate-cl`: the same kernel launched in clusters of its chunks, after checking it gives the
-// same bits, and prints how many such clusters can be resident at once.
+// split (so two builds of decode.cu can be compared bit for bit). (Commit 19903f2's build with
+// -DATT_CLUSTER=1 also timed the kernel launched in clusters of its chunks, combining them
+// through distributed shared memory: run 133; removed since.)
 // `kv_stream_probe trace` (built with -DKV_TRACE) times no graph: it launches the crate's kernel
 // and ld-2 alone, 48 times each (the first 16 discarded), and prints where a launch's time goes
-// from %globaltimer stamps at decode.cu's DECODE_TRACE sites (KV_CLUSTER=1: the crate's kernel
-// in clusters).
+// from %globaltimer stamps at decode.cu's DECODE_TRACE sites.
 //
 // (Commit 1b8297b put bulk-3's ring into the crate's fused 8-warp kernel, with this probe
 // timing it against the kernel before and checking the bits: runs 121-125; the step in run
@@ -229,26 +227,6 @@ __global__ void __launch_bounds__(256) flat_read(const uint4* p, u64 n, u32* sin
     if (x == 0x9e3779b9u) sink[0] = x;
 }
 
-// launch_ex in clusters of `cz` blocks along z (cluster dims (1, 1, cz)), as gpu.rs launches
-// the fused attention with ATT_CLUSTER.
-template <typename F, typename... A>
-static cudaError_t launch_cluster(bool pdl, u32 cz, F f, dim3 grid, u32 threads, A... args) {
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = grid;
-    cfg.blockDim = dim3(threads);
-    cfg.stream = g_s;
-    cudaLaunchAttribute at[2];
-    at[0].id = cudaLaunchAttributeClusterDimension;
-    at[0].val.clusterDim.x = 1;
-    at[0].val.clusterDim.y = 1;
-    at[0].val.clusterDim.z = cz;
-    at[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    at[1].val.programmaticStreamSerializationAllowed = 1;
-    cfg.attrs = at;
-    cfg.numAttrs = pdl ? 2 : 1;
-    return cudaLaunchKernelEx(&cfg, f, args...);
-}
-
 #if defined(KV_TRACE)
 // One launch's stamps (blocks x 8 slots), zeroed before it; the phases of its live blocks, ns.
 struct Phases { double span = 0, last_keys = 0, tail = 0, skew = 0, wait = 0, pro = 0, keys = 0, out = 0, comb = 0, keys_max = 0; };
@@ -347,13 +325,6 @@ int main(int argc, char** argv) {
                          (const u16*)qkv, (const u16*)nullptr, (const float*)table, (const u32*)nullptr, 0u, kc[l], vc[l],
                          ovf));
         };
-        CK(cudaFuncSetAttribute(attention_rope_d64w8_bf16, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
-        auto crate_cl = [&](int l) {
-            CK(launch_cluster(l > 0, ns, attention_rope_d64w8_bf16, grid, 256, (const u16*)qkv, (const u16*)kc[l],
-                              (const u16*)vc[l], (const u32*)pos, 1u, NQ, NK, S, D, ns, max_chunk, 256u, 0.125f, part, ctr,
-                              att, (const u16*)qkv, (const u16*)nullptr, (const float*)table, (const u32*)nullptr, 0u,
-                              kc[l], vc[l], ovf));
-        };
         auto ld = [&](auto kern) {
             return [&, kern](int l) {
                 CK(launch_ex(l > 0, kern, grid, 256, 0u, (const u16*)kc[l], (const u16*)vc[l], (const u32*)pos, ns,
@@ -378,12 +349,9 @@ int main(int argc, char** argv) {
             // kernel, alternating, the first 16 of each discarded; mean phases in µs.
             const u32 blocks = B * NK * ns;
             std::vector<unsigned long long> st(blocks * 8);
-            const bool cl = getenv("KV_CLUSTER") && ns > 1;
-            if (cl) printf("  (the crate's kernel in clusters of %u)\n", ns);
             auto run1 = [&](bool is_crate, int l) {
                 CK(cudaMemset(g_kv_st_ptr(), 0, sizeof(unsigned long long) * blocks * 8));
-                if (is_crate && cl) crate_cl(l);
-                else if (is_crate) crate(l);
+                if (is_crate) crate(l);
                 else ld(ld_only<2>)(l);
                 CK(cudaStreamSynchronize(g_s));
                 CK(cudaMemcpy(st.data(), g_kv_st_ptr(), sizeof(unsigned long long) * blocks * 8, cudaMemcpyDeviceToHost));
@@ -409,37 +377,18 @@ int main(int argc, char** argv) {
             continue;
         }
 #endif
-        if (ns > 1) {
-            // The same bits with and without clusters (one launch each, layer 0).
-            std::vector<u16> a(B * NQ * D), c(B * NQ * D);
+        if (ns > 1 && crate_only) {
+            // A hash of the output where chunks are combined (layer 0), to compare builds.
+            std::vector<u16> a(B * NQ * D);
             crate(0);
             CK(cudaStreamSynchronize(g_s));
             CK(cudaMemcpy(a.data(), att, a.size() * 2, cudaMemcpyDeviceToHost));
-            CK(cudaMemset(att, 0xff, a.size() * 2));
-            crate_cl(0);
-            CK(cudaStreamSynchronize(g_s));
-            CK(cudaMemcpy(c.data(), att, c.size() * 2, cudaMemcpyDeviceToHost));
             u64 hsh = 1469598103934665603ull;
             for (const u16 v : a) hsh = (hsh ^ v) * 1099511628211ull;
             printf("  output hash %016llx\n", (unsigned long long)hsh);
-            printf("  clusters of %u: %s\n", ns, a == c ? "the same bits" : "DIFFERENT BITS");
-            int occ = 0;
-            cudaLaunchConfig_t cfg = {};
-            cfg.gridDim = grid;
-            cfg.blockDim = dim3(256);
-            cudaLaunchAttribute at[1];
-            at[0].id = cudaLaunchAttributeClusterDimension;
-            at[0].val.clusterDim.x = 1;
-            at[0].val.clusterDim.y = 1;
-            at[0].val.clusterDim.z = ns;
-            cfg.attrs = at;
-            cfg.numAttrs = 1;
-            CK(cudaOccupancyMaxActiveClusters(&occ, attention_rope_d64w8_bf16, &cfg));
-            printf("  at most %d clusters of %u active (%u launched)\n", occ, ns, B * NK);
         }
         for (int round = 0; round < 2; ++round) {
             report("crate", B, P, time_graph(L, crate));
-            if (ATT_CLUSTER && ns > 1) report("crate-cl", B, P, time_graph(L, crate_cl));
             if (crate_only) continue;
             report("ld-1", B, P, time_graph(L, ld(ld_only<1>)));
             report("ld-2", B, P, time_graph(L, ld(ld_only<2>)));

@@ -181,9 +181,6 @@ __device__ void rope_write(const typename E::T* src, u32 stride, u32 col0, const
 // 36.9; batch 32 at 2,000: 35.0 against 34.4, at 8,000: 135.2 against 129.9). From 1,025 to
 // 2,000 keys the tensor-core path was not timed.
 #define ATT_TCV_MAX_KEYS 1024
-#ifndef ATT_CLUSTER
-#define ATT_CLUSTER 0
-#endif
 #define ATT_MAX_SPLITS 64
 
 // 8 consecutive elements as floats (16-bit types: one 16-byte load; f32: two).
@@ -346,41 +343,6 @@ static __device__ __forceinline__ void pdl_wait() {}
 static __device__ __forceinline__ void pdl_trigger() {}
 static __device__ __forceinline__ void pdl_prefetch(const void*) {}
 #endif
-// ATT_CLUSTER (decode_pdl.ptx only: compute_90): where the fused attention is launched in
-// clusters of its nsplit chunks (cluster dims (1, 1, nsplit): gpu.rs), a chunk's partial result
-// stays in its block's shared memory and the cluster's first block combines them through
-// distributed shared memory, after a cluster barrier, in place of the global partials, the
-// fence and the last-block count. Launched without clusters, the kernel combines as before.
-#if defined(DECODE_PDL) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && ATT_CLUSTER
-#define ATT_DSM 1
-static __device__ __forceinline__ u32 cluster_blocks() {
-    u32 n;
-    asm volatile("mov.u32 %0, %%cluster_nctarank;" : "=r"(n));
-    return n;
-}
-// Every thread of every block of the cluster: writes before it are seen by reads after it.
-static __device__ __forceinline__ void cluster_sync() {
-    asm volatile("barrier.cluster.arrive.release;\n\tbarrier.cluster.wait.acquire;" ::: "memory");
-}
-// The address of `p` (this block's shared memory) in block `rank` of the cluster.
-static __device__ __forceinline__ u32 dsm_addr(const void* p, u32 rank) {
-    u32 a;
-    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(a) : "r"((u32)__cvta_generic_to_shared(p)), "r"(rank));
-    return a;
-}
-static __device__ __forceinline__ float dsm_f32(u32 a) {
-    float v;
-    asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(a) : "memory");
-    return v;
-}
-static __device__ __forceinline__ float4 dsm_f32x4(u32 a) {
-    float4 v;
-    asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];" : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "r"(a) : "memory");
-    return v;
-}
-#else
-#define ATT_DSM 0
-#endif
 // DECODE_TRACE(site, a, b, c): a probe's timestamp hook at the points marked with it in gemv
 // and attention (bench/attention_chain_probe.cu defines it before it includes this file).
 // Empty here: the crate's PTX has none.
@@ -443,21 +405,7 @@ __device__ void attention(const typename E::T* q, const typename E::T* kc, const
     constexpr bool PDL = false;
 #endif
     if (!PDL && FUSE && over && kh == 0 && hg == 0 && c == 0 && threadIdx.x == 0) f.overflow[b] = 1;
-#if ATT_DSM
-    // In clusters of the chunks, every block takes part in the two cluster barriers below.
-    __shared__ __align__(16) float att_co[H][DP];  // this chunk's partial outputs
-    __shared__ float att_cm[H], att_cl[H];         // its max and sum
-    const bool dsm = nsplit > 1 && cluster_blocks() == nsplit;
-    if (start >= len) {
-        if (dsm) {
-            cluster_sync();
-            cluster_sync();
-        }
-        return;
-    }
-#else
     if (start >= len) return;
-#endif
     const u32 end = min(start + chunk, len), n = end - start;
     const u32 tid = threadIdx.x, w = tid / 32, lane = tid % 32;
     const u32 r = lane / 4, cq = lane % 4;      // score lanes: keys r and r + 8, dims 8cq.. of each 32
@@ -806,14 +754,6 @@ __device__ void attention(const typename E::T* q, const typename E::T* kc, const
         if (ns == 1) {
             // One chunk holds the whole prefix: the result, with no partials to combine.
             E::st(out, (((u64)b * T + t) * nq + hq) * dim + d, o / L);
-#if ATT_DSM
-        } else if (dsm) {
-            att_co[h][d] = o;
-            if (d == 0) {
-                att_cm[h] = M;
-                att_cl[h] = L;
-            }
-#endif
         } else {
             float* po = part + ((((u64)b * nq + hq) * T + t) * nsplit + c) * (dim + 4);
             po[d] = o;
@@ -824,75 +764,6 @@ __device__ void attention(const typename E::T* q, const typename E::T* kc, const
         }
     }
     DECODE_TRACE(13, n, ns, 0);
-#if ATT_DSM
-    if (dsm) {
-        // The cluster's partials are in its blocks' shared memory; its first block combines
-        // this head group's heads as the last block does below (the same sums in the same
-        // order), reading them through distributed shared memory; the second barrier keeps
-        // every block's shared memory alive until it has.
-        cluster_sync();
-        if (c == 0 && ns > 1) {
-            for (u32 h = w; h < gh; h += NW) {
-                const bool in0 = lane < ns, in1 = lane + 32 < ns;
-                const float ma = in0 ? dsm_f32(dsm_addr(&att_cm[h], lane)) : -INFINITY;
-                const float la = in0 ? dsm_f32(dsm_addr(&att_cl[h], lane)) : 0.f;
-                const float mb = in1 ? dsm_f32(dsm_addr(&att_cm[h], lane + 32)) : -INFINITY;
-                const float lb = in1 ? dsm_f32(dsm_addr(&att_cl[h], lane + 32)) : 0.f;
-                const float M = warp_max(fmaxf(ma, mb));
-                const float ea = att_exp2(ma - M), eb = att_exp2(mb - M);
-                const float inv = 1.f / warp_sum(ea * la + eb * lb);
-                if (in0) att_w[h][lane] = ea * inv;
-                if (in1) att_w[h][lane + 32] = eb * inv;
-            }
-            __syncthreads();
-            const u32 d4 = dim / 4, ntask = gh * d4, nsub = ntask >= NT ? 1 : NT / ntask;
-            auto chunk_sum = [&](u32 x, u32 s0, u32 step) {
-                const u32 h = x / d4, d = (x - h * d4) * 4;
-                float4 a = make_float4(0.f, 0.f, 0.f, 0.f);
-#pragma unroll 16
-                for (u32 s = s0; s < ns; s += step) {
-                    const float4 v = dsm_f32x4(dsm_addr(&att_co[h][d], s));
-                    const float ws = att_w[h][s];
-                    a.x += ws * v.x;
-                    a.y += ws * v.y;
-                    a.z += ws * v.z;
-                    a.w += ws * v.w;
-                }
-                return a;
-            };
-            auto put = [&](u32 x, float4 a) {
-                const u32 h = x / d4, d = (x - h * d4) * 4;
-                const u64 o = (((u64)b * T + t) * nq + kh * g + h0 + h) * dim + d;
-                E::st(out, o, a.x);
-                E::st(out, o + 1, a.y);
-                E::st(out, o + 2, a.z);
-                E::st(out, o + 3, a.w);
-            };
-            if (nsub == 1) {
-                for (u32 x = tid; x < ntask; x += NT) put(x, chunk_sum(x, 0, 1));
-            } else {
-                float4* red = reinterpret_cast<float4*>(&att_o[0][0][0]);
-                const u32 x = tid % ntask, sub = tid / ntask;
-                if (sub < nsub) red[sub * ntask + x] = chunk_sum(x, sub, nsub);
-                __syncthreads();
-                if (tid < ntask) {
-                    float4 a = red[tid];
-                    for (u32 k = 1; k < nsub; ++k) {
-                        const float4 v = red[k * ntask + tid];
-                        a.x += v.x;
-                        a.y += v.y;
-                        a.z += v.z;
-                        a.w += v.w;
-                    }
-                    put(tid, a);
-                }
-            }
-        }
-        cluster_sync();
-        DECODE_TRACE(14, n, ns, 0);
-        return;
-    }
-#endif
     if (ns == 1) return;
     // The last block of this (b, kh, t) combines every chunk of every head group.
     __threadfence();
@@ -906,7 +777,24 @@ __device__ void attention(const typename E::T* q, const typename E::T* kc, const
     __syncthreads();
     if (!att_last) return;
     __threadfence();
+    const u32 d4 = dim / 4, ntask = g * d4, nsub = ntask >= NT ? 1 : NT / ntask;
     // Other blocks' partials: read past L1 (__ldcg), after their fence and our counter.
+    // The first PRE partials of this thread's first sum (below) go out before the chunks'
+    // weights' loads, so the two rounds of loads overlap (the same sums in the same order).
+    constexpr u32 PRE = 4;
+    const u32 x0 = nsub == 1 ? tid : tid % ntask, s00 = nsub == 1 ? 0 : tid / ntask;
+    const bool has0 = nsub == 1 ? tid < ntask : s00 < nsub;
+    float4 pre[PRE];
+    {
+        const u32 h = x0 / d4, d = (x0 - h * d4) * 4;
+        const float* ph = part + (((u64)b * nq + kh * g + h) * T + t) * nsplit * (dim + 4) + d;
+#pragma unroll
+        for (u32 k = 0; k < PRE; ++k) {
+            const u32 s = s00 + k * nsub;
+            pre[k] = has0 && s < ns ? __ldcg(reinterpret_cast<const float4*>(ph + (u64)s * (dim + 4)))
+                                    : make_float4(0.f, 0.f, 0.f, 0.f);
+        }
+    }
     // Per head: each chunk's weight, exp2(m_s - M) / sum_s exp2(m_s - M) l_s, in one round of
     // loads (ns <= 64: two chunks a lane).
     for (u32 h = w; h < g; h += NW) {
@@ -926,13 +814,27 @@ __device__ void attention(const typename E::T* q, const typename E::T* kc, const
     // Each output: a weighted sum over the chunks, 4 dims a thread. Where there are fewer such
     // sums than threads, nsub threads share one (chunks sub, sub + nsub, ...) and their parts
     // meet in shared memory (att_o, free by now: [nsub][ntask] float4, at most 4*NT floats).
-    const u32 d4 = dim / 4, ntask = g * d4, nsub = ntask >= NT ? 1 : NT / ntask;
-    auto chunk_sum = [&](u32 x, u32 s0, u32 step) {
+    // `first`: this thread's first sum, whose first partials are in `pre`.
+    auto chunk_sum = [&](u32 x, u32 s0, u32 step, bool first) {
         const u32 h = x / d4, d = (x - h * d4) * 4;
         const float* ph = part + (((u64)b * nq + kh * g + h) * T + t) * nsplit * (dim + 4) + d;
         float4 a = make_float4(0.f, 0.f, 0.f, 0.f);
+        u32 s = s0;
+        if (first) {
+#pragma unroll
+            for (u32 k = 0; k < PRE; ++k, s += step) {
+                if (s < ns) {
+                    const float4 v = pre[k];
+                    const float ws = att_w[h][s];
+                    a.x += ws * v.x;
+                    a.y += ws * v.y;
+                    a.z += ws * v.z;
+                    a.w += ws * v.w;
+                }
+            }
+        }
 #pragma unroll 16
-        for (u32 s = s0; s < ns; s += step) {
+        for (; s < ns; s += step) {
             const float4 v = __ldcg(reinterpret_cast<const float4*>(ph + (u64)s * (dim + 4)));
             const float ws = att_w[h][s];
             a.x += ws * v.x;
@@ -951,11 +853,11 @@ __device__ void attention(const typename E::T* q, const typename E::T* kc, const
         E::st(out, o + 3, a.w);
     };
     if (nsub == 1) {
-        for (u32 x = tid; x < ntask; x += NT) put(x, chunk_sum(x, 0, 1));
+        for (u32 x = tid; x < ntask; x += NT) put(x, chunk_sum(x, 0, 1, x == tid));
     } else {
         float4* red = reinterpret_cast<float4*>(&att_o[0][0][0]);
         const u32 x = tid % ntask, sub = tid / ntask;
-        if (sub < nsub) red[sub * ntask + x] = chunk_sum(x, sub, nsub);
+        if (sub < nsub) red[sub * ntask + x] = chunk_sum(x, sub, nsub, true);
         __syncthreads();
         if (tid < ntask) {
             float4 a = red[tid];
