@@ -229,7 +229,14 @@ __global__ void __launch_bounds__(256) flat_read(const uint4* p, u64 n, u32* sin
 
 #if defined(KV_TRACE)
 // One launch's stamps (blocks x 8 slots), zeroed before it; the phases of its live blocks, ns.
-struct Phases { double span = 0, last_keys = 0, tail = 0, skew = 0, wait = 0, pro = 0, keys = 0, out = 0, comb = 0, keys_max = 0; };
+struct Phases {
+    double span = 0, last_keys = 0, tail = 0, skew = 0, wait = 0, pro = 0, keys = 0, out = 0, comb = 0, keys_max = 0;
+    Phases& operator+=(const Phases& o) {
+        span += o.span; last_keys += o.last_keys; tail += o.tail; skew += o.skew; wait += o.wait;
+        pro += o.pro; keys += o.keys; out += o.out; comb += o.comb; keys_max += o.keys_max;
+        return *this;
+    }
+};
 static Phases phases(const std::vector<unsigned long long>& st, u32 blocks, bool crate) {
     Phases p;
     unsigned long long t0 = ~0ull, first_max = 0, keys_end = 0, end = 0;
@@ -363,9 +370,8 @@ int main(int argc, char** argv) {
                 const Phases pc = run1(true, i % L), pd = run1(false, i % L);
                 if (i < 16) continue;
                 ++n;
-                c.span += pc.span; c.last_keys += pc.last_keys; c.tail += pc.tail; c.skew += pc.skew; c.wait += pc.wait;
-                c.pro += pc.pro; c.keys += pc.keys; c.keys_max += pc.keys_max; c.out += pc.out; c.comb += pc.comb;
-                d.span += pd.span; d.skew += pd.skew;
+                c += pc;
+                d += pd;
             }
             const double k = 1e-3 / n;
             printf("  crate: span %.2f (first to last block start %.2f; last keys done at %.2f, then %.2f to the end)\n",

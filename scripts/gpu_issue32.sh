@@ -11,6 +11,7 @@
 #   bash scripts/gpu_issue32.sh mmv-step     # llama_bench: the fused step (tensor-core products) against cuBLAS products, batches 3 and 8
 #   bash scripts/gpu_issue32.sh mmw          # bench/mmw_probe.cu: 9-32-row tensor-core products against cuBLAS; PROBE_ARGS=chain: the batch-32 chain's norms and SwiGLU
 #   bash scripts/gpu_issue32.sh kv           # bench/kv_stream_probe.cu: the decode attention against loads-only kernels over the same cache
+#   bash scripts/gpu_issue32.sh kvtrace      # bench/kv_stream_probe.cu's trace build: where a launch of the decode attention spends its time
 #   bash scripts/gpu_issue32.sh wide         # bench/mmv_probe.cu at 16 and 32 rows, 2 and 1 chunks a round (PROBE_CH)
 #   bash scripts/gpu_issue32.sh floor        # bench/read_floor_probe.cu, bench/pdl_gemv_probe.cu, the first again (run 69)
 #   bash scripts/gpu_issue32.sh stream       # bench/stream_gemv_probe.cu: the GEMVs under PDL piece by piece, shared-memory weight streams

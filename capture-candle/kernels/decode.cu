@@ -778,7 +778,16 @@ __device__ void attention(const typename E::T* q, const typename E::T* kc, const
     if (!att_last) return;
     __threadfence();
     const u32 d4 = dim / 4, ntask = g * d4, nsub = ntask >= NT ? 1 : NT / ntask;
-    // Other blocks' partials: read past L1 (__ldcg), after their fence and our counter.
+    // Other blocks' partials: read past L1 (__ldcg), after their fence and our counter. Head h's
+    // start at head_part(h): chunk s's outputs at s * (dim + 4), then its max and sum.
+    auto head_part = [&](u32 h) { return part + (((u64)b * nq + kh * g + h) * T + t) * nsplit * (dim + 4); };
+    // a += ws * v, a component at a time (the order both sums below keep).
+    auto add_scaled = [](float4& a, float ws, float4 v) {
+        a.x += ws * v.x;
+        a.y += ws * v.y;
+        a.z += ws * v.z;
+        a.w += ws * v.w;
+    };
     // The first PRE partials of this thread's first sum (below) go out before the chunks'
     // weights' loads, so the two rounds of loads overlap (the same sums in the same order).
     constexpr u32 PRE = 4;
@@ -787,7 +796,7 @@ __device__ void attention(const typename E::T* q, const typename E::T* kc, const
     float4 pre[PRE];
     {
         const u32 h = x0 / d4, d = (x0 - h * d4) * 4;
-        const float* ph = part + (((u64)b * nq + kh * g + h) * T + t) * nsplit * (dim + 4) + d;
+        const float* ph = head_part(h) + d;
 #pragma unroll
         for (u32 k = 0; k < PRE; ++k) {
             const u32 s = s00 + k * nsub;
@@ -798,7 +807,7 @@ __device__ void attention(const typename E::T* q, const typename E::T* kc, const
     // Per head: each chunk's weight, exp2(m_s - M) / sum_s exp2(m_s - M) l_s, in one round of
     // loads (ns <= 64: two chunks a lane).
     for (u32 h = w; h < g; h += NW) {
-        const float* ph = part + (((u64)b * nq + kh * g + h) * T + t) * nsplit * (dim + 4) + dim;
+        const float* ph = head_part(h) + dim;
         const bool in0 = lane < ns, in1 = lane + 32 < ns;
         const float ma = in0 ? __ldcg(ph + (u64)lane * (dim + 4)) : -INFINITY;
         const float la = in0 ? __ldcg(ph + (u64)lane * (dim + 4) + 1) : 0.f;
@@ -817,31 +826,16 @@ __device__ void attention(const typename E::T* q, const typename E::T* kc, const
     // `first`: this thread's first sum, whose first partials are in `pre`.
     auto chunk_sum = [&](u32 x, u32 s0, u32 step, bool first) {
         const u32 h = x / d4, d = (x - h * d4) * 4;
-        const float* ph = part + (((u64)b * nq + kh * g + h) * T + t) * nsplit * (dim + 4) + d;
+        const float* ph = head_part(h) + d;
         float4 a = make_float4(0.f, 0.f, 0.f, 0.f);
         u32 s = s0;
         if (first) {
 #pragma unroll
-            for (u32 k = 0; k < PRE; ++k, s += step) {
-                if (s < ns) {
-                    const float4 v = pre[k];
-                    const float ws = att_w[h][s];
-                    a.x += ws * v.x;
-                    a.y += ws * v.y;
-                    a.z += ws * v.z;
-                    a.w += ws * v.w;
-                }
-            }
+            for (u32 k = 0; k < PRE; ++k, s += step)
+                if (s < ns) add_scaled(a, att_w[h][s], pre[k]);
         }
 #pragma unroll 16
-        for (; s < ns; s += step) {
-            const float4 v = __ldcg(reinterpret_cast<const float4*>(ph + (u64)s * (dim + 4)));
-            const float ws = att_w[h][s];
-            a.x += ws * v.x;
-            a.y += ws * v.y;
-            a.z += ws * v.z;
-            a.w += ws * v.w;
-        }
+        for (; s < ns; s += step) add_scaled(a, att_w[h][s], __ldcg(reinterpret_cast<const float4*>(ph + (u64)s * (dim + 4))));
         return a;
     };
     auto put = [&](u32 x, float4 a) {
