@@ -158,8 +158,9 @@ int main() {
         bool finite = true;
         for (u16 v : ref) finite = finite && std::isfinite(bf2f(v));
         const auto ref_s = run_out(false, between);
-        printf("\n%s (reference output %s, %s)\n", sections[between], finite ? "finite" : "NOT FINITE",
-               ref_s == ref ? "equal to the chain's alone" : "NOT EQUAL to the chain's alone");
+        // The output's hash: builds with different knobs compare by it.
+        printf("\n%s (reference output %s, %s; hash %016llx)\n", sections[between], finite ? "finite" : "NOT FINITE",
+               ref_s == ref ? "equal to the chain's alone" : "NOT EQUAL to the chain's alone", hash16(ref));
         printf("| path | programmatic edges | µs a layer (median) | min–max | vs plain | output |\n|---|---|---|---|---|---|\n");
         // Alternate plain and each PDL mode twice, so drift shows (past the first two sections,
         // without the L2 variants).

@@ -120,6 +120,12 @@ static Err check(const std::vector<float>& y, const std::vector<double>& r, doub
     }
     return e;
 }
+// FNV-1a over 16-bit values' bits: an output's hash, to compare builds bit for bit.
+static unsigned long long hash16(const std::vector<u16>& v) {
+    u64 h = 1469598103934665603ull;
+    for (const u16 x : v) h = (h ^ x) * 1099511628211ull;
+    return (unsigned long long)h;
+}
 template <typename T> static std::vector<T> d2h(const T* p, size_t n) {
     std::vector<T> h(n);
     CK(cudaStreamSynchronize(g_s));

@@ -14,6 +14,7 @@
 #   bash scripts/gpu_issue32.sh kvtrace      # bench/kv_stream_probe.cu's trace build: where a launch of the decode attention spends its time
 #   bash scripts/gpu_issue32.sh wide         # bench/mmv_probe.cu at 16 and 32 rows, 2 and 1 chunks a round (PROBE_CH)
 #   bash scripts/gpu_issue32.sh floor        # bench/read_floor_probe.cu, bench/pdl_gemv_probe.cu, the first again (run 69)
+#   bash scripts/gpu_issue32.sh loads        # bench/pdl_gemv_probe.cu built with the GEMV's knobs (LOADS), alternated, output hashes
 #   bash scripts/gpu_issue32.sh stream       # bench/stream_gemv_probe.cu: the GEMVs under PDL piece by piece, shared-memory weight streams
 #   bash scripts/gpu_issue32.sh attention    # bench/attention_chain_probe.cu: what RoPE + attention costs the batch-1 chain, and its traced build
 #   bash scripts/gpu_issue32.sh batches      # transformers' goldens at batches of 1-8 rows (real shapes too); the projection past 96 KB
@@ -179,6 +180,28 @@ case "$1" in
       echo "=== read_floor_probe"; timeout 200 /tmp/read_floor_probe || failed "read_floor_probe"
       echo "=== pdl_gemv_probe"; timeout 300 /tmp/pdl_gemv_probe || failed "pdl_gemv_probe"
       echo "=== read_floor_probe again"; timeout 200 /tmp/read_floor_probe || failed "read_floor_probe"
+    } 2>&1 | tee "$out/$tag.txt"
+    ;;
+  loads)
+    # bench/pdl_gemv_probe.cu built with the GEMV's knobs (decode.cu: GEMV_L loads a round,
+    # GEMV_MIN_BLOCKS; with docs/gpu-runs/2026-11-29-issue32/run141-144-gemv-knobs.patch applied
+    # also GEMV_PIPE, GEMV_MAX_M, GEMV_NOBAR, GEMV_XFIRST), alternated AB times (2); each
+    # build's output hash is printed, to compare builds bit for bit.
+    # LOADS: NAME=FLAGS words, FLAGS with commas for spaces.
+    { nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+      specs=${LOADS:-"crate= l8b1=-DGEMV_L=8,-DGEMV_MIN_BLOCKS=1"}
+      for spec in $specs; do
+        name=${spec%%=*}; flags=${spec#*=}
+        nvcc -O3 -std=c++17 -arch=sm_90 -DDECODE_PDL -DDECODE_PDL_PROBE ${flags//,/ } -o /tmp/pdl_gemv_$name \
+          bench/pdl_gemv_probe.cu -lcublas &
+      done
+      wait
+      for r in $(seq ${AB:-2}); do
+        for spec in $specs; do
+          name=${spec%%=*}; echo "=== round $r: $name (${spec#*=})"
+          timeout ${LIMIT:-120} /tmp/pdl_gemv_$name | sed -n '1,/^with a 6/p' || failed "$name"
+        done
+      done
     } 2>&1 | tee "$out/$tag.txt"
     ;;
   stream)
