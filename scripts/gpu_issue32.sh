@@ -15,6 +15,7 @@
 #   bash scripts/gpu_issue32.sh wide         # bench/mmv_probe.cu at 16 and 32 rows, 2 and 1 chunks a round (PROBE_CH)
 #   bash scripts/gpu_issue32.sh floor        # bench/read_floor_probe.cu, bench/pdl_gemv_probe.cu, the first again (run 69)
 #   bash scripts/gpu_issue32.sh loads        # bench/pdl_gemv_probe.cu built with the GEMV's knobs (LOADS), alternated, output hashes
+#   bash scripts/gpu_issue32.sh gemvtrace    # bench/gemv_trace_probe.cu: the batch-1 GEMV's launches block by block (start, wait, staged, end)
 #   bash scripts/gpu_issue32.sh stream       # bench/stream_gemv_probe.cu: the GEMVs under PDL piece by piece, shared-memory weight streams
 #   bash scripts/gpu_issue32.sh attention    # bench/attention_chain_probe.cu: what RoPE + attention costs the batch-1 chain, and its traced build
 #   bash scripts/gpu_issue32.sh batches      # transformers' goldens at batches of 1-8 rows (real shapes too); the projection past 96 KB
@@ -202,6 +203,14 @@ case "$1" in
           timeout ${LIMIT:-120} /tmp/pdl_gemv_$name | sed -n '1,/^with a 6/p' || failed "$name"
         done
       done
+    } 2>&1 | tee "$out/$tag.txt"
+    ;;
+  gemvtrace)
+    # bench/gemv_trace_probe.cu: the batch-1 GEMV's launches under PDL block by block (start,
+    # wait, f(x) staged, end), alone and as the 16-layer chain. Built here unless staged.
+    { probe_bin gemv_trace_probe gemv_trace_probe -arch=sm_90 -DDECODE_PDL -lcublas || exit 1
+      nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+      timeout ${LIMIT:-200} /tmp/gemv_trace_probe || failed "gemv_trace_probe"
     } 2>&1 | tee "$out/$tag.txt"
     ;;
   stream)

@@ -344,8 +344,9 @@ static __device__ __forceinline__ void pdl_trigger() {}
 static __device__ __forceinline__ void pdl_prefetch(const void*) {}
 #endif
 // DECODE_TRACE(site, a, b, c): a probe's timestamp hook at the points marked with it in gemv
-// and attention (bench/attention_chain_probe.cu defines it before it includes this file).
-// Empty here: the crate's PTX has none.
+// (3 its start, 0 after its wait, 2 f(x) staged, 1 its end) and attention (9-14)
+// (bench/attention_chain_probe.cu, kv_stream_probe.cu and gemv_trace_probe.cu define it
+// before they include this file). Empty here: the crate's PTX has none.
 #ifndef DECODE_TRACE
 #define DECODE_TRACE(site, a, b, c)
 #endif
@@ -1262,6 +1263,7 @@ __device__ void gemv_body(const typename E::T* x, const typename E::T* W, u32 M,
             }
         }
     };
+    DECODE_TRACE(3, N, K, GLU);
     // The first weight loads and residuals, before the staging.
     const u32 pdl = pdl_mode();
     if ((pdl & 3) == 0 || ((pdl & 3) == 1 && blockIdx.x + gridDim.x >= groups)) pdl_trigger();
@@ -1339,6 +1341,7 @@ __device__ void gemv_body(const typename E::T* x, const typename E::T* W, u32 M,
         }
     }
     if (!XG) __syncthreads();
+    DECODE_TRACE(2, N, K, GLU);
     // Where the products read f(x): shared memory, or x itself (through L1).
     const T* fx = XG ? x : xs;
     unsigned long long best = 0;
