@@ -185,7 +185,7 @@ case "$1" in
     ;;
   loads)
     # bench/pdl_gemv_probe.cu built with the GEMV's knobs (decode.cu: GEMV_L loads a round,
-    # GEMV_MIN_BLOCKS; with docs/gpu-runs/2026-11-29-issue32/run141-144-gemv-knobs.patch applied
+    # GEMV_MIN_BLOCKS; with docs/gpu-runs/2026-11-29-issue32/run141-149-gemv-knobs.patch applied
     # also GEMV_PIPE, GEMV_MAX_M, GEMV_NOBAR, GEMV_XFIRST), alternated AB times (2); each
     # build's output hash is printed, to compare builds bit for bit.
     # LOADS: NAME=FLAGS words, FLAGS with commas for spaces.
