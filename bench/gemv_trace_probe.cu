@@ -123,11 +123,9 @@ int main() {
     probe_device();
     u64 seed = 7;
     const std::vector<LayerWeights> W = layer_weights(L, H, QKV, I, seed, 0.0383f, 0.0191f);
-    u16 *a0, *a1, *nw, *g;
-    CK(cudaMalloc(&a0, 2 * I * 2)); CK(cudaMalloc(&a1, 2 * I * 2)); CK(cudaMalloc(&nw, H * 2)); CK(cudaMalloc(&g, I * 2));
-    fill(nw, H, ++seed, 0.5f, 1.5f);
-    std::vector<u16> x0(2 * I);
-    for (u32 i = 0; i < 2 * I; ++i) x0[i] = f2bf(0.5f * sinf(0.37f * i));
+    const ChainBuffers cb = chain_buffers(H, I, seed);
+    u16 *a0 = cb.a0, *a1 = cb.a1, *nw = cb.nw, *g = cb.g;
+    const std::vector<u16> x0 = chain_input(2 * I);
     CK(cudaMemcpy(a0, x0.data(), x0.size() * 2, cudaMemcpyHostToDevice));
     CK(cudaMemcpy(a1, x0.data(), x0.size() * 2, cudaMemcpyHostToDevice));
     CK(cudaMemset(g, 0, I * 2));

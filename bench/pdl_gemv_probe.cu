@@ -95,15 +95,11 @@ int main() {
     probe_device();
     u64 seed = 7;
     const std::vector<LayerWeights> W = layer_weights(L, H, QKV, I, seed, 0.0383f, 0.0191f);
-    // a0: the residual stream [H] then the post-attention stream [H] (at a0 + I, as in
-    // persistent_probe.cu); a1: QKV's output; g: gate/up's output.
-    u16 *a0, *a1, *nw, *g;
+    const ChainBuffers cb = chain_buffers(H, I, seed);
+    u16 *a0 = cb.a0, *a1 = cb.a1, *nw = cb.nw, *g = cb.g;
     unsigned char* scratch;  // the memset section's target
     CK(cudaMalloc(&scratch, 3 * 4096));
-    CK(cudaMalloc(&a0, 2 * I * 2)); CK(cudaMalloc(&a1, 2 * I * 2)); CK(cudaMalloc(&nw, H * 2)); CK(cudaMalloc(&g, I * 2));
-    fill(nw, H, ++seed, 0.5f, 1.5f);
-    std::vector<u16> x0(H);
-    for (u32 i = 0; i < H; ++i) x0[i] = f2bf(0.5f * sinf(0.37f * i));
+    const std::vector<u16> x0 = chain_input(H);
 
     const StepLaunch cq = gemv_step_launch(QKV, H, false), co = gemv_step_launch(H, H, false),
                      cg = gemv_step_launch(I, H, true), cd = gemv_step_launch(H, I, false);

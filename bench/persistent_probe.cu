@@ -407,9 +407,8 @@ int main() {
     probe_device();
     u64 seed = 7;
     const std::vector<LayerWeights> W = layer_weights(L, H, QKV, I, seed, 0.0383f, 0.0191f);
-    u16 *a0, *a1, *nw, *g;
-    CK(cudaMalloc(&a0, 2 * I * 2)); CK(cudaMalloc(&a1, 2 * I * 2)); CK(cudaMalloc(&nw, H * 2)); CK(cudaMalloc(&g, I * 2));
-    fill(nw, H, ++seed, 0.5f, 1.5f);
+    const ChainBuffers cb = chain_buffers(H, I, seed);
+    u16 *a0 = cb.a0, *a1 = cb.a1, *nw = cb.nw, *g = cb.g;
     u32 *count, *gen;
     CK(cudaMalloc(&count, 4)); CK(cudaMalloc(&gen, 4));
     CK(cudaMemset(count, 0, 4)); CK(cudaMemset(gen, 0, 4));
@@ -449,8 +448,7 @@ int main() {
         gemv_bf16<<<cd.grid, cd.threads, I * 2, g_s>>>(g, W[l].d, 1, H, I, 0, nullptr, 1e-5f, a0 + I, a0, cd.ks, nullptr);
     };
 
-    std::vector<u16> x0(H);
-    for (u32 i = 0; i < H; ++i) x0[i] = f2bf(0.5f * sinf(0.37f * i));
+    const std::vector<u16> x0 = chain_input(H);
     printf("\n| blocks/SM | grid | ks (qkv, o, gate/up, down) | (d) step GEMVs, 64 nodes | (n) product, 64 nodes | p0 | p1 regs | p2 L2 1 wave | p2 L2 2 waves | p3 | (b) barriers alone | outputs |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     struct BRow { int bps; double v[7]; };
     std::vector<BRow> barrier_rows;

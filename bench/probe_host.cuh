@@ -219,6 +219,23 @@ static std::vector<LayerWeights> layer_weights(u32 n, u32 h, u32 qkv, u32 i, u64
     return W;
 }
 
+// The batch-1 chain's activations (bf16): a0 the residual stream [h] and, at a0 + i, the
+// post-attention stream; a1 QKV's output; g gate/up's output; nw the norm weight, filled in
+// [0.5, 1.5] with the next seed of `seed`.
+struct ChainBuffers { u16 *a0, *a1, *nw, *g; };
+static ChainBuffers chain_buffers(u32 h, u32 i, u64& seed) {
+    ChainBuffers b;
+    CK(cudaMalloc(&b.a0, 2ull * i * 2)); CK(cudaMalloc(&b.a1, 2ull * i * 2));
+    CK(cudaMalloc(&b.nw, (u64)h * 2)); CK(cudaMalloc(&b.g, (u64)i * 2));
+    fill(b.nw, h, ++seed, 0.5f, 1.5f);
+    return b;
+}
+// The chain's first input: x[k] = 0.5 sin(0.37 k), rounded to bf16.
+static std::vector<u16> chain_input(u32 n) {
+    std::vector<u16> x(n);
+    for (u32 k = 0; k < n; ++k) x[k] = f2bf(0.5f * sinf(0.37f * k));
+    return x;
+}
 // gpu.rs `gemv_launch` for 16-bit types (kept in step by hand, as gemv_probe.cu `new_cfg`):
 // threads a block, ks, grid, for n outputs over k inputs (glu: gate/up rows, a row 2k long).
 struct StepLaunch { u32 threads, ks, grid; };

@@ -562,15 +562,13 @@ int main() {
     probe_device();
     u64 seed = 7;
     const std::vector<LayerWeights> W = layer_weights(L, H, QKV, I, seed, 0.0383f, 0.0191f);
-    u16 *a0, *a1, *nw, *g;
-    CK(cudaMalloc(&a0, 2 * I * 2)); CK(cudaMalloc(&a1, 2 * I * 2)); CK(cudaMalloc(&nw, H * 2)); CK(cudaMalloc(&g, I * 2));
-    fill(nw, H, ++seed, 0.5f, 1.5f);
+    const ChainBuffers cb = chain_buffers(H, I, seed);
+    u16 *a0 = cb.a0, *a1 = cb.a1, *nw = cb.nw, *g = cb.g;
     u32 *ctr, *smid;  // a counter pair a launch of the chain; where each block ran
     CK(cudaMalloc(&ctr, 4 * L * 2 * 4));
     CK(cudaMemset(ctr, 0, 4 * L * 2 * 4));
     CK(cudaMalloc(&smid, 1024 * 4));
-    std::vector<u16> x0(H);
-    for (u32 i = 0; i < H; ++i) x0[i] = f2bf(0.5f * sinf(0.37f * i));
+    const std::vector<u16> x0 = chain_input(H);
     const StepLaunch cq = gemv_step_launch(QKV, H, false), co = gemv_step_launch(H, H, false),
                      cg = gemv_step_launch(I, H, true), cd = gemv_step_launch(H, I, false);
     const StepLaunch cq0 = cq, co0 = co, cg0 = cg, cd0 = cd;

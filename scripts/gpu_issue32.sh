@@ -207,7 +207,8 @@ case "$1" in
     ;;
   gemvtrace)
     # bench/gemv_trace_probe.cu: the batch-1 GEMV's launches under PDL block by block (start,
-    # wait, f(x) staged, end), alone and as the 16-layer chain. Built here unless staged.
+    # wait, f(x) staged, end), alone and as the 16-layer chain, then the chain with capped grids.
+    # Built here unless staged.
     { probe_bin gemv_trace_probe gemv_trace_probe -arch=sm_90 -DDECODE_PDL -lcublas || exit 1
       nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
       timeout ${LIMIT:-200} /tmp/gemv_trace_probe || failed "gemv_trace_probe"
