@@ -61,13 +61,12 @@ static void* g_kv_st_ptr() {
 
 static const u32 L = 16, NQ = 32, NK = 8, D = 64, S = 8256, NW = 8;
 
-// The crate's chunking (decode.cu attention): chunk c of row b's prefix for key head kh.
+// The crate's chunking (decode.cu's att_prefix and att_chunk, gpu.rs's decode minimum of 256
+// keys): chunk c of row b's prefix.
 struct Chunk { u32 start, end; bool live; };
 static __device__ __forceinline__ Chunk chunk_of(const u32* pos, u32 b, u32 c, u32 nsplit, u32 max_chunk) {
-    u32 len = pos[b] + 1;
-    if (len > S) len = S;
-    const u32 per = (len + nsplit - 1) / nsplit;
-    const u32 chunk = min(max_chunk, max(256u, (per + 63) / 64 * 64));
+    const u32 len = att_prefix(pos[b], 0, S);
+    const u32 chunk = att_chunk(len, nsplit, 256, max_chunk);
     const u32 start = c * chunk;
     return {start, min(start + chunk, len), start < len};
 }

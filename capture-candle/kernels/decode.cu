@@ -351,6 +351,18 @@ static __device__ __forceinline__ void pdl_prefetch(const void*) {}
 #define DECODE_TRACE(site, a, b, c)
 #endif
 
+// The keys token t of a row at position `p0` attends to: p0 + t + 1, or the whole cache of S
+// where that passes it (or wraps).
+static __device__ __forceinline__ u32 att_prefix(u32 p0, u32 t, u32 S) {
+    const u32 len = p0 + t + 1;
+    return len > S || len < p0 ? S : len;
+}
+// The keys a chunk takes where a prefix of `len` is split `nsplit` ways: ceil(len / nsplit)
+// rounded up to a multiple of 64, at least min_chunk, at most max_chunk.
+static __device__ __forceinline__ u32 att_chunk(u32 len, u32 nsplit, u32 min_chunk, u32 max_chunk) {
+    const u32 per = (len + nsplit - 1) / nsplit;
+    return min(max_chunk, max(min_chunk, (per + 63) / 64 * 64));
+}
 template <typename E, u32 DP, u32 GK, u32 NW, bool MMA, bool PF, bool FUSE = false, bool TCV = false>
 __device__ void attention(const typename E::T* q, const typename E::T* kc, const typename E::T* vc,
                           const u32* pos, u32 T, u32 nq, u32 nk, u32 S, u32 dim, u32 nsplit, u32 max_chunk,
@@ -385,10 +397,8 @@ __device__ void attention(const typename E::T* q, const typename E::T* kc, const
     const u32 bk = blockIdx.x / nhg, hg = blockIdx.x - bk * nhg;
     const u32 b = bk / nk, kh = bk - b * nk, t = blockIdx.y, c = blockIdx.z;
     const u32 h0 = hg * H, gh = min(H, g - h0);  // this block's heads: h0 .. h0 + gh - 1
-    u32 len = pos[b] + t + 1;
-    if (len > S || len < pos[b]) len = S;
-    const u32 per = (len + nsplit - 1) / nsplit;
-    const u32 chunk = min(max_chunk, max(min_chunk, (per + 63) / 64 * 64));
+    const u32 len = att_prefix(pos[b], t, S);
+    const u32 chunk = att_chunk(len, nsplit, min_chunk, max_chunk);
     const u32 ns = (len + chunk - 1) / chunk;  // chunks in the prefix
     const u32 start = c * chunk;
     const u32 p = FUSE ? pos[b] + t : 0u;  // FUSE: the new token's position
