@@ -96,11 +96,6 @@ __global__ void att_empty() {
     if (!EARLY) pdl_trigger();
 }
 
-template <typename F, typename... A>
-static void launch(bool pdl, F f, dim3 grid, u32 threads, u32 smem, A... args) {
-    CK(launch_ex(pdl, f, grid, threads, smem, args...));
-}
-
 enum Att { NONE, EMPTY, EMPTY_E, REAL, W8, W8H, W8HF, NATT };
 static const char* att_name[] = {"none", "empty", "empty-e", "real", "w8", "w8h", "w8hf"};
 typedef void (*AttFn)(ATT_FUSE_ARGS(BF16));
@@ -160,23 +155,23 @@ int main(int argc, char** argv) {
     auto attn = [&](u32 l, Att at, u32 B, bool pdl) {
         const u32 ns = nsplit_of(B, at), max_chunk = (S + ns - 1) / ns;
         const dim3 ag(B * NK, 1, ns);
-        if (at == EMPTY) launch(pdl, att_empty<false>, ag, 128, 0);
-        if (at == EMPTY_E) launch(pdl, att_empty<true>, ag, 128, 0);
+        if (at == EMPTY) launch_ck(pdl, att_empty<false>, ag, 128, 0);
+        if (at == EMPTY_E) launch_ck(pdl, att_empty<true>, ag, 128, 0);
         if (at >= REAL)
-            launch(pdl, att_fn(at), ag, att_threads(at), 0u, (const u16*)qkv, (const u16*)kc[l], (const u16*)vc[l],
+            launch_ck(pdl, att_fn(at), ag, att_threads(at), 0u, (const u16*)qkv, (const u16*)kc[l], (const u16*)vc[l],
                    (const u32*)pos, 1u, NQ, NK, S, D, ns, max_chunk, 256u, scale, part, ctr, att, (const u16*)qkv,
                    (const u16*)nullptr, (const float*)table, (const u32*)nullptr, 0u, kc[l], vc[l], ovf);
     };
     auto layer = [&](int l, Att at) {
         const bool p0 = l > 0;  // the graph's first launch is plain
-        launch(p0, gemv_bf16, cq.grid, cq.threads, H * 2, (const u16*)a0, (const u16*)W[l].qkv, 1u, QKV, H, 1u,
+        launch_ck(p0, gemv_bf16, cq.grid, cq.threads, H * 2, (const u16*)a0, (const u16*)W[l].qkv, 1u, QKV, H, 1u,
                (const u16*)nw, 1e-5f, (const u16*)nullptr, qkv, cq.ks, (unsigned long long*)nullptr);
         attn(l, at, 1, true);
-        launch(true, gemv_bf16, co.grid, co.threads, H * 2, (const u16*)att, (const u16*)W[l].o, 1u, H, H, 0u,
+        launch_ck(true, gemv_bf16, co.grid, co.threads, H * 2, (const u16*)att, (const u16*)W[l].o, 1u, H, H, 0u,
                (const u16*)nullptr, 1e-5f, (const u16*)a0, h1, co.ks, (unsigned long long*)nullptr);
-        launch(true, gemv_glu_bf16, cg.grid, cg.threads, H * 2, (const u16*)h1, (const u16*)W[l].gu, 1u, I, H, 1u,
+        launch_ck(true, gemv_glu_bf16, cg.grid, cg.threads, H * 2, (const u16*)h1, (const u16*)W[l].gu, 1u, I, H, 1u,
                (const u16*)nw, 1e-5f, g, cg.ks);
-        launch(true, gemv_bf16, cd.grid, cd.threads, I * 2, (const u16*)g, (const u16*)W[l].d, 1u, H, I, 0u,
+        launch_ck(true, gemv_bf16, cd.grid, cd.threads, I * 2, (const u16*)g, (const u16*)W[l].d, 1u, H, I, 0u,
                (const u16*)nullptr, 1e-5f, (const u16*)h1, a0, cd.ks, (unsigned long long*)nullptr);
     };
     auto set_pos = [&](u32 p) {

@@ -45,11 +45,11 @@ static __device__ __forceinline__ void gt_trace(unsigned site, unsigned n, unsig
     const unsigned cls = gt_class(n, k, glu);
     if (site == 3) {
         // The block's launch: launches of a class come in order, and a block of the next one
-        // starts only after this one's blocks have let it (at their start).
-        if (threadIdx.x == 0) gt_layer = atomicAdd(&g_gt_n[cls][blockIdx.x], 1u);
+        // starts only after this one's blocks have let it (at their start). The other threads
+        // read gt_layer past the block's barriers (the staging's, or the slices' meeting).
+        if (threadIdx.x != 0) return;
+        gt_layer = atomicAdd(&g_gt_n[cls][blockIdx.x], 1u);
     }
-    // gt_layer is read past the block's barriers (the staging's, or the slices' meeting).
-    if (site == 3 && threadIdx.x != 0) return;
     if (site == 1) {
         if ((threadIdx.x & 31) == 0 && gt_layer < GT_LAYERS) atomicMax(&g_gt[cls][gt_layer][1][blockIdx.x], t);
         return;
@@ -68,11 +68,6 @@ __global__ void __launch_bounds__(GEMV_MAX_THREADS, GEMV_MIN_BLOCKS)
     gemv_d(const u16* x, const u16* W, u32 N, u32 K, u32 mode, const u16* nw, float eps, const u16* residual, u16* y,
            u32 ks) {
     gemv<BF16, GLU, D>(x, W, 1, N, K, mode, nw, eps, residual, y, ks, nullptr);
-}
-
-template <typename F, typename... A>
-static void launch(bool pdl, F f, u32 grid, u32 threads, u32 smem, A... args) {
-    CK(launch_ex(pdl, f, dim3(grid), threads, smem, args...));
 }
 
 // The stamps of one traced replay, by class, layer, site and block.
@@ -122,9 +117,9 @@ static void print_phase(const char* name, const Phase& p, double untraced, doubl
 int main() {
     probe_device();
     u64 seed = 7;
-    const std::vector<LayerWeights> W = layer_weights(L, H, QKV, I, seed, 0.0383f, 0.0191f);
-    const ChainBuffers cb = chain_buffers(H, I, seed);
-    u16 *a0 = cb.a0, *a1 = cb.a1, *nw = cb.nw, *g = cb.g;
+    const Chain ch = chain_setup(L, H, QKV, I, seed);
+    const std::vector<LayerWeights>& W = ch.W;
+    u16 *a0 = ch.a0, *a1 = ch.a1, *nw = ch.nw, *g = ch.g;
     const std::vector<u16> x0 = chain_input(2 * I);
     CK(cudaMemcpy(a0, x0.data(), x0.size() * 2, cudaMemcpyHostToDevice));
     CK(cudaMemcpy(a1, x0.data(), x0.size() * 2, cudaMemcpyHostToDevice));
@@ -141,16 +136,16 @@ int main() {
     auto product = [&](auto d_tag, u32 c, u32 l, bool pdl) {
         constexpr u32 D = decltype(d_tag)::value;
         const StepLaunch s = cl[c];
-        if (c == 0) launch(pdl, gemv_d<false, D>, s.grid, s.threads, H * 2, (const u16*)a0, (const u16*)W[l].qkv, QKV, H, 1u,
+        if (c == 0) launch_ck(pdl, gemv_d<false, D>, s.grid, s.threads, H * 2, (const u16*)a0, (const u16*)W[l].qkv, QKV, H, 1u,
                            (const u16*)nw, 1e-5f, (const u16*)nullptr, a1, s.ks);
-        if (c == 1) launch(pdl, gemv_d<false, D>, s.grid, s.threads, H * 2, (const u16*)a1, (const u16*)W[l].o, H, H, 0u,
+        if (c == 1) launch_ck(pdl, gemv_d<false, D>, s.grid, s.threads, H * 2, (const u16*)a1, (const u16*)W[l].o, H, H, 0u,
                            (const u16*)nullptr, 1e-5f, (const u16*)a0, a0 + I, s.ks);
-        if (c == 2) launch(pdl, gemv_d<true, D>, s.grid, s.threads, H * 2, (const u16*)(a0 + I), (const u16*)W[l].gu, I, H, 1u,
+        if (c == 2) launch_ck(pdl, gemv_d<true, D>, s.grid, s.threads, H * 2, (const u16*)(a0 + I), (const u16*)W[l].gu, I, H, 1u,
                            (const u16*)nw, 1e-5f, (const u16*)nullptr, g, s.ks);
-        if (c == 3) launch(pdl, gemv_d<false, D>, s.grid, s.threads, I * 2, (const u16*)g, (const u16*)W[l].d, H, I, 0u,
+        if (c == 3) launch_ck(pdl, gemv_d<false, D>, s.grid, s.threads, I * 2, (const u16*)g, (const u16*)W[l].d, H, I, 0u,
                            (const u16*)nullptr, 1e-5f, (const u16*)(a0 + I), a0, s.ks);
     };
-    // A graph of `nodes` launches (launch(i) enqueues node i), timed untraced (µs a node), then
+    // A graph of `nodes` launches (enq(i) enqueues node i), timed untraced (µs a node), then
     // replayed once traced; the stamps land in g_st.
     auto run = [&](int nodes, const std::function<void(int)>& enq, double& untraced, double& traced) {
         int on = 0;

@@ -94,9 +94,9 @@ static long programmatic_edges(const std::function<void()>& body) {
 int main() {
     probe_device();
     u64 seed = 7;
-    const std::vector<LayerWeights> W = layer_weights(L, H, QKV, I, seed, 0.0383f, 0.0191f);
-    const ChainBuffers cb = chain_buffers(H, I, seed);
-    u16 *a0 = cb.a0, *a1 = cb.a1, *nw = cb.nw, *g = cb.g;
+    const Chain ch = chain_setup(L, H, QKV, I, seed);
+    const std::vector<LayerWeights>& W = ch.W;
+    u16 *a0 = ch.a0, *a1 = ch.a1, *nw = ch.nw, *g = ch.g;
     unsigned char* scratch;  // the memset section's target
     CK(cudaMalloc(&scratch, 3 * 4096));
     const std::vector<u16> x0 = chain_input(H);

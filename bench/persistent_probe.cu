@@ -406,9 +406,9 @@ static void launch_persist(u32 grid, u32 s0, u32 s1, u32 waves, u32* count, u32*
 int main() {
     probe_device();
     u64 seed = 7;
-    const std::vector<LayerWeights> W = layer_weights(L, H, QKV, I, seed, 0.0383f, 0.0191f);
-    const ChainBuffers cb = chain_buffers(H, I, seed);
-    u16 *a0 = cb.a0, *a1 = cb.a1, *nw = cb.nw, *g = cb.g;
+    const Chain ch = chain_setup(L, H, QKV, I, seed);
+    const std::vector<LayerWeights>& W = ch.W;
+    u16 *a0 = ch.a0, *a1 = ch.a1, *nw = ch.nw, *g = ch.g;
     u32 *count, *gen;
     CK(cudaMalloc(&count, 4)); CK(cudaMalloc(&gen, 4));
     CK(cudaMemset(count, 0, 4)); CK(cudaMemset(gen, 0, 4));

@@ -78,6 +78,11 @@ static cudaError_t launch_ex(bool pdl, F f, dim3 grid, u32 threads, u32 smem, A.
     cfg.numAttrs = pdl ? 1 : 0;
     return cudaLaunchKernelEx(&cfg, f, args...);
 }
+// launch_ex, fatal on error.
+template <typename F, typename... A>
+static void launch_ck(bool pdl, F f, dim3 grid, u32 threads, u32 smem, A... args) {
+    CK(launch_ex(pdl, f, grid, threads, smem, args...));
+}
 struct Timing { double med, lo, hi; };
 // Captures `nodes` launches (launch(i) enqueues node i on g_s), replays 3 + 7 x 30 times;
 // microseconds per node.
@@ -219,16 +224,21 @@ static std::vector<LayerWeights> layer_weights(u32 n, u32 h, u32 qkv, u32 i, u64
     return W;
 }
 
-// The batch-1 chain's activations (bf16): a0 the residual stream [h] and, at a0 + i, the
-// post-attention stream; a1 QKV's output; g gate/up's output; nw the norm weight, filled in
-// [0.5, 1.5] with the next seed of `seed`.
-struct ChainBuffers { u16 *a0, *a1, *nw, *g; };
-static ChainBuffers chain_buffers(u32 h, u32 i, u64& seed) {
-    ChainBuffers b;
-    CK(cudaMalloc(&b.a0, 2ull * i * 2)); CK(cudaMalloc(&b.a1, 2ull * i * 2));
-    CK(cudaMalloc(&b.nw, (u64)h * 2)); CK(cudaMalloc(&b.g, (u64)i * 2));
-    fill(b.nw, h, ++seed, 0.5f, 1.5f);
-    return b;
+// The batch-1 chain at Llama-3.2-1B's shapes (hidden h, QKV width qkv, intermediate i), bf16:
+// `n` layers' weights (layer_weights, from `seed`), then its activations: a0 the residual
+// stream [h] and, at a0 + i, the post-attention stream; a1 QKV's output; g gate/up's output;
+// nw the norm weight, filled in [0.5, 1.5] with the next seed.
+struct Chain {
+    std::vector<LayerWeights> W;
+    u16 *a0, *a1, *nw, *g;
+};
+static Chain chain_setup(u32 n, u32 h, u32 qkv, u32 i, u64& seed) {
+    Chain c;
+    c.W = layer_weights(n, h, qkv, i, seed, 0.0383f, 0.0191f);
+    CK(cudaMalloc(&c.a0, 2ull * i * 2)); CK(cudaMalloc(&c.a1, 2ull * i * 2));
+    CK(cudaMalloc(&c.nw, (u64)h * 2)); CK(cudaMalloc(&c.g, (u64)i * 2));
+    fill(c.nw, h, ++seed, 0.5f, 1.5f);
+    return c;
 }
 // The chain's first input: x[k] = 0.5 sin(0.37 k), rounded to bf16.
 static std::vector<u16> chain_input(u32 n) {

@@ -535,11 +535,6 @@ __global__ void __launch_bounds__(256) rd_floor(const uint4* __restrict__ p, u64
 
 static const u32 H = 2048, QKV = 3072, I = 8192, L = 16;
 
-template <typename F, typename... A>
-static void launch(bool pdl, F f, u32 grid, u32 threads, u32 smem, A... args) {
-    CK(launch_ex(pdl, f, grid, threads, smem, args...));
-}
-
 static const u32 SG_PAD = 120 * 1024;  // the `pad` paths' shared memory: one block a multiprocessor
 
 template <u32 NS, bool DRY, bool DYN>
@@ -561,9 +556,9 @@ int main() {
     setvbuf(stdout, nullptr, _IOLBF, 0);
     probe_device();
     u64 seed = 7;
-    const std::vector<LayerWeights> W = layer_weights(L, H, QKV, I, seed, 0.0383f, 0.0191f);
-    const ChainBuffers cb = chain_buffers(H, I, seed);
-    u16 *a0 = cb.a0, *a1 = cb.a1, *nw = cb.nw, *g = cb.g;
+    const Chain ch = chain_setup(L, H, QKV, I, seed);
+    const std::vector<LayerWeights>& W = ch.W;
+    u16 *a0 = ch.a0, *a1 = ch.a1, *nw = ch.nw, *g = ch.g;
     u32 *ctr, *smid;  // a counter pair a launch of the chain; where each block ran
     CK(cudaMalloc(&ctr, 4 * L * 2 * 4));
     CK(cudaMemset(ctr, 0, 4 * L * 2 * 4));
@@ -602,13 +597,13 @@ int main() {
                          cd = half ? StepLaunch{cd0.threads, cd0.ks, std::min(cd0.grid, (u32)g_sms * (512 / cd0.threads))} : cd0;
         auto on = [&](int j) { return only < 0 || only == j; };
         auto pd = [&](int j) { return pdl && (only < 0 ? l > 0 || j > 0 : l > 0); };
-        if (on(0)) launch(pd(0), gemv_bf16, cq.grid, cq.threads, H * 2, (const u16*)a0, (const u16*)W[l].qkv, 1u, QKV, H,
+        if (on(0)) launch_ck(pd(0), gemv_bf16, cq.grid, cq.threads, H * 2, (const u16*)a0, (const u16*)W[l].qkv, 1u, QKV, H,
                1u, (const u16*)nw, 1e-5f, (const u16*)nullptr, a1, cq.ks, (unsigned long long*)nullptr);
-        if (on(1)) launch(pd(1), gemv_bf16, co.grid, co.threads, H * 2, (const u16*)a1, (const u16*)W[l].o, 1u, H, H, 0u,
+        if (on(1)) launch_ck(pd(1), gemv_bf16, co.grid, co.threads, H * 2, (const u16*)a1, (const u16*)W[l].o, 1u, H, H, 0u,
                (const u16*)nullptr, 1e-5f, (const u16*)a0, a0 + I, co.ks, (unsigned long long*)nullptr);
-        if (on(2)) launch(pd(2), gemv_glu_bf16, cg.grid, cg.threads, H * 2, (const u16*)(a0 + I), (const u16*)W[l].gu, 1u, I, H, 1u,
+        if (on(2)) launch_ck(pd(2), gemv_glu_bf16, cg.grid, cg.threads, H * 2, (const u16*)(a0 + I), (const u16*)W[l].gu, 1u, I, H, 1u,
                (const u16*)nw, 1e-5f, g, cg.ks);
-        if (on(3)) launch(pd(3), gemv_bf16, cd.grid, cd.threads, I * 2, (const u16*)g, (const u16*)W[l].d, 1u, H, I, 0u,
+        if (on(3)) launch_ck(pd(3), gemv_bf16, cd.grid, cd.threads, I * 2, (const u16*)g, (const u16*)W[l].d, 1u, H, I, 0u,
                (const u16*)nullptr, 1e-5f, (const u16*)(a0 + I), a0, cd.ks, (unsigned long long*)nullptr);
     };
     // The stream chain: one layer, ring of NS stages; `pad`: shared memory for one block a
@@ -621,13 +616,13 @@ int main() {
         constexpr bool DRY = decltype(dry_tag)::value, DYN = decltype(dyn_tag)::value;
         const u32 sm_h = pad ? SG_PAD : NS * SG_STAGE + H * 2, sm_i = pad ? SG_PAD : NS * SG_STAGE + I * 2;
         u32* c = ctr + 8 * l;
-        if (on(0)) launch(pd(0), sgemv<false, NS, DRY, DYN>, sgrid, SG_THREADS, sm_h, (const u16*)a0, (const u16*)W[l].qkv,
+        if (on(0)) launch_ck(pd(0), sgemv<false, NS, DRY, DYN>, sgrid, SG_THREADS, sm_h, (const u16*)a0, (const u16*)W[l].qkv,
                QKV, H, 1u, (const u16*)nw, 1e-5f, (const u16*)nullptr, a1, c, (u32*)nullptr);
-        if (on(1)) launch(pd(1), sgemv<false, NS, DRY, DYN>, sgrid, SG_THREADS, sm_h, (const u16*)a1, (const u16*)W[l].o, H, H, 0u,
+        if (on(1)) launch_ck(pd(1), sgemv<false, NS, DRY, DYN>, sgrid, SG_THREADS, sm_h, (const u16*)a1, (const u16*)W[l].o, H, H, 0u,
                (const u16*)nullptr, 1e-5f, (const u16*)a0, a0 + I, c + 2, (u32*)nullptr);
-        if (on(2)) launch(pd(2), sgemv<true, NS, DRY, DYN>, sgrid, SG_THREADS, sm_h, (const u16*)(a0 + I), (const u16*)W[l].gu, I, H,
+        if (on(2)) launch_ck(pd(2), sgemv<true, NS, DRY, DYN>, sgrid, SG_THREADS, sm_h, (const u16*)(a0 + I), (const u16*)W[l].gu, I, H,
                1u, (const u16*)nw, 1e-5f, (const u16*)nullptr, g, c + 4, log ? smid : (u32*)nullptr);
-        if (on(3)) launch(pd(3), sgemv<false, NS, DRY, DYN>, sgrid, SG_THREADS, sm_i, (const u16*)g, (const u16*)W[l].d, H, I, 0u,
+        if (on(3)) launch_ck(pd(3), sgemv<false, NS, DRY, DYN>, sgrid, SG_THREADS, sm_i, (const u16*)g, (const u16*)W[l].d, H, I, 0u,
                (const u16*)nullptr, 1e-5f, (const u16*)(a0 + I), a0, c + 6, (u32*)nullptr);
     };
     // The cp.async stream: one layer.
@@ -636,13 +631,13 @@ int main() {
         auto pd = [&](int j) { return pdl && (only < 0 ? l > 0 || j > 0 : l > 0); };
         constexpr u32 NS = decltype(ns_tag)::value;
         const u32 sm_h = NS * SG_STAGE + H * 2, sm_i = NS * SG_STAGE + I * 2;
-        if (on(0)) launch(pd(0), agemv<false, NS>, sgrid, SG_THREADS, sm_h, (const u16*)a0, (const u16*)W[l].qkv, QKV, H, 1u,
+        if (on(0)) launch_ck(pd(0), agemv<false, NS>, sgrid, SG_THREADS, sm_h, (const u16*)a0, (const u16*)W[l].qkv, QKV, H, 1u,
                (const u16*)nw, 1e-5f, (const u16*)nullptr, a1);
-        if (on(1)) launch(pd(1), agemv<false, NS>, sgrid, SG_THREADS, sm_h, (const u16*)a1, (const u16*)W[l].o, H, H, 0u,
+        if (on(1)) launch_ck(pd(1), agemv<false, NS>, sgrid, SG_THREADS, sm_h, (const u16*)a1, (const u16*)W[l].o, H, H, 0u,
                (const u16*)nullptr, 1e-5f, (const u16*)a0, a0 + I);
-        if (on(2)) launch(pd(2), agemv<true, NS>, sgrid, SG_THREADS, sm_h, (const u16*)(a0 + I), (const u16*)W[l].gu, I, H, 1u,
+        if (on(2)) launch_ck(pd(2), agemv<true, NS>, sgrid, SG_THREADS, sm_h, (const u16*)(a0 + I), (const u16*)W[l].gu, I, H, 1u,
                (const u16*)nw, 1e-5f, (const u16*)nullptr, g);
-        if (on(3)) launch(pd(3), agemv<false, NS>, sgrid, SG_THREADS, sm_i, (const u16*)g, (const u16*)W[l].d, H, I, 0u,
+        if (on(3)) launch_ck(pd(3), agemv<false, NS>, sgrid, SG_THREADS, sm_i, (const u16*)g, (const u16*)W[l].d, H, I, 0u,
                (const u16*)nullptr, 1e-5f, (const u16*)(a0 + I), a0);
     };
     // The crate's GEMV with its weights landing in shared memory (cgemv): one layer.
@@ -658,13 +653,13 @@ int main() {
         auto on = [&](int j) { return only < 0 || only == j; };
         auto pd = [&](int j) { return pdl && (only < 0 ? l > 0 || j > 0 : l > 0); };
         auto sm = [&](const StepLaunch& c, u32 k, bool xg) { return (xg ? 0 : k * 2) + CS * GEMV_L * c.threads * 16; };
-        if (on(0)) launch(pd(0), cgemv<false, CS>, cq.grid, cq.threads, sm(cq, H, false), (const u16*)a0, (const u16*)W[l].qkv,
+        if (on(0)) launch_ck(pd(0), cgemv<false, CS>, cq.grid, cq.threads, sm(cq, H, false), (const u16*)a0, (const u16*)W[l].qkv,
                           QKV, H, 1u, (const u16*)nw, 1e-5f, (const u16*)nullptr, a1, cq.ks);
-        if (on(1)) launch(pd(1), cgemv<false, CS>, co.grid, co.threads, sm(co, H, co.ks > 1), (const u16*)a1,
+        if (on(1)) launch_ck(pd(1), cgemv<false, CS>, co.grid, co.threads, sm(co, H, co.ks > 1), (const u16*)a1,
                           (const u16*)W[l].o, H, H, 0u, (const u16*)nullptr, 1e-5f, (const u16*)a0, a0 + I, co.ks);
-        if (on(2)) launch(pd(2), cgemv<true, CS>, cg.grid, cg.threads, sm(cg, H, false), (const u16*)(a0 + I),
+        if (on(2)) launch_ck(pd(2), cgemv<true, CS>, cg.grid, cg.threads, sm(cg, H, false), (const u16*)(a0 + I),
                           (const u16*)W[l].gu, I, H, 1u, (const u16*)nw, 1e-5f, (const u16*)nullptr, g, cg.ks);
-        if (on(3)) launch(pd(3), cgemv<false, CS>, cd.grid, cd.threads, sm(cd, I, cd.ks > 1), (const u16*)g,
+        if (on(3)) launch_ck(pd(3), cgemv<false, CS>, cd.grid, cd.threads, sm(cd, I, cd.ks > 1), (const u16*)g,
                           (const u16*)W[l].d, H, I, 0u, (const u16*)nullptr, 1e-5f, (const u16*)(a0 + I), a0, cd.ks);
     };
     u32* sink;
@@ -676,20 +671,20 @@ int main() {
         const uint4* m[4] = {(const uint4*)W[l].qkv, (const uint4*)W[l].o, (const uint4*)W[l].gu, (const uint4*)W[l].d};
         const u64 n[4] = {(u64)QKV * H / 8, (u64)H * H / 8, 2ull * I * H / 8, (u64)H * I / 8};
         for (int j = 0; j < 4; ++j)
-            if (on(j)) launch(pd(j), rd_floor, 2 * g_sms, 256, 0, m[j], n[j], sink);
+            if (on(j)) launch_ck(pd(j), rd_floor, 2 * g_sms, 256, 0, m[j], n[j], sink);
     };
     // The DIAG variants of the crate's GEMV: one layer.
     auto layer_gd = [&](auto d_tag, int l, bool pdl, int only = -1) {
         constexpr u32 D = decltype(d_tag)::value;
         auto on = [&](int j) { return only < 0 || only == j; };
         auto pd = [&](int j) { return pdl && (only < 0 ? l > 0 || j > 0 : l > 0); };
-        if (on(0)) launch(pd(0), gemv_d<false, D>, cq.grid, cq.threads, H * 2, (const u16*)a0, (const u16*)W[l].qkv, QKV, H,
+        if (on(0)) launch_ck(pd(0), gemv_d<false, D>, cq.grid, cq.threads, H * 2, (const u16*)a0, (const u16*)W[l].qkv, QKV, H,
                           1u, (const u16*)nw, 1e-5f, (const u16*)nullptr, a1, cq.ks);
-        if (on(1)) launch(pd(1), gemv_d<false, D>, co.grid, co.threads, H * 2, (const u16*)a1, (const u16*)W[l].o, H, H, 0u,
+        if (on(1)) launch_ck(pd(1), gemv_d<false, D>, co.grid, co.threads, H * 2, (const u16*)a1, (const u16*)W[l].o, H, H, 0u,
                           (const u16*)nullptr, 1e-5f, (const u16*)a0, a0 + I, co.ks);
-        if (on(2)) launch(pd(2), gemv_d<true, D>, cg.grid, cg.threads, H * 2, (const u16*)(a0 + I), (const u16*)W[l].gu, I,
+        if (on(2)) launch_ck(pd(2), gemv_d<true, D>, cg.grid, cg.threads, H * 2, (const u16*)(a0 + I), (const u16*)W[l].gu, I,
                           H, 1u, (const u16*)nw, 1e-5f, (const u16*)nullptr, g, cg.ks);
-        if (on(3)) launch(pd(3), gemv_d<false, D>, cd.grid, cd.threads, I * 2, (const u16*)g, (const u16*)W[l].d, H, I, 0u,
+        if (on(3)) launch_ck(pd(3), gemv_d<false, D>, cd.grid, cd.threads, I * 2, (const u16*)g, (const u16*)W[l].d, H, I, 0u,
                           (const u16*)nullptr, 1e-5f, (const u16*)(a0 + I), a0, cd.ks);
     };
     auto cmp = [&](const char* name, const std::vector<u16>& r, const std::vector<u16>& s) {
@@ -709,34 +704,34 @@ int main() {
     // the crate's GEMV on the same inputs (the crate's chain's intermediates as inputs).
     for (int dyn = 0; dyn < 2; ++dyn) {
         auto sg = [&](bool glu, u32 smem, auto... a) {
-            if (dyn) launch(false, glu ? sgemv<true, 6, false, true> : sgemv<false, 6, false, true>, sgrid, SG_THREADS, smem, a...);
-            else launch(false, glu ? sgemv<true, 6, false, false> : sgemv<false, 6, false, false>, sgrid, SG_THREADS, smem, a...);
+            if (dyn) launch_ck(false, glu ? sgemv<true, 6, false, true> : sgemv<false, 6, false, true>, sgrid, SG_THREADS, smem, a...);
+            else launch_ck(false, glu ? sgemv<true, 6, false, false> : sgemv<false, 6, false, false>, sgrid, SG_THREADS, smem, a...);
         };
         printf("%s:\n", dyn ? "sgemv, dynamic groups" : "sgemv, static ranges");
         CK(cudaMemcpy(a0, x0.data(), H * 2, cudaMemcpyHostToDevice));
         const std::vector<u16> in0 = d2h(a0, H);
-        launch(false, gemv_bf16, cq.grid, cq.threads, H * 2, (const u16*)a0, (const u16*)W[0].qkv, 1u, QKV, H, 1u,
+        launch_ck(false, gemv_bf16, cq.grid, cq.threads, H * 2, (const u16*)a0, (const u16*)W[0].qkv, 1u, QKV, H, 1u,
                (const u16*)nw, 1e-5f, (const u16*)nullptr, a1, cq.ks, (unsigned long long*)nullptr);
         const auto r0 = d2h(a1, QKV);
         sg(false, 6 * SG_STAGE + H * 2, (const u16*)a0, (const u16*)W[0].qkv, QKV, H, 1u, (const u16*)nw, 1e-5f,
            (const u16*)nullptr, a1, ctr, (u32*)nullptr);
         cmp("qkv", r0, d2h(a1, QKV));
         CK(cudaMemcpy(a1, r0.data(), QKV * 2, cudaMemcpyHostToDevice));
-        launch(false, gemv_bf16, co.grid, co.threads, H * 2, (const u16*)a1, (const u16*)W[0].o, 1u, H, H, 0u,
+        launch_ck(false, gemv_bf16, co.grid, co.threads, H * 2, (const u16*)a1, (const u16*)W[0].o, 1u, H, H, 0u,
                (const u16*)nullptr, 1e-5f, (const u16*)a0, a0 + I, co.ks, (unsigned long long*)nullptr);
         const auto r1 = d2h(a0 + I, H);
         sg(false, 6 * SG_STAGE + H * 2, (const u16*)a1, (const u16*)W[0].o, H, H, 0u, (const u16*)nullptr, 1e-5f,
            (const u16*)a0, a0 + I, ctr, (u32*)nullptr);
         cmp("o+res", r1, d2h(a0 + I, H));
         CK(cudaMemcpy(a0 + I, r1.data(), H * 2, cudaMemcpyHostToDevice));
-        launch(false, gemv_glu_bf16, cg.grid, cg.threads, H * 2, (const u16*)(a0 + I), (const u16*)W[0].gu, 1u, I, H, 1u,
+        launch_ck(false, gemv_glu_bf16, cg.grid, cg.threads, H * 2, (const u16*)(a0 + I), (const u16*)W[0].gu, 1u, I, H, 1u,
                (const u16*)nw, 1e-5f, g, cg.ks);
         const auto r2 = d2h(g, I);
         sg(true, 6 * SG_STAGE + H * 2, (const u16*)(a0 + I), (const u16*)W[0].gu, I, H, 1u, (const u16*)nw, 1e-5f,
            (const u16*)nullptr, g, ctr, (u32*)nullptr);
         cmp("gate/up", r2, d2h(g, I));
         CK(cudaMemcpy(g, r2.data(), I * 2, cudaMemcpyHostToDevice));
-        launch(false, gemv_bf16, cd.grid, cd.threads, I * 2, (const u16*)g, (const u16*)W[0].d, 1u, H, I, 0u,
+        launch_ck(false, gemv_bf16, cd.grid, cd.threads, I * 2, (const u16*)g, (const u16*)W[0].d, 1u, H, I, 0u,
                (const u16*)nullptr, 1e-5f, (const u16*)(a0 + I), a0, cd.ks, (unsigned long long*)nullptr);
         const auto r3 = d2h(a0, H);
         CK(cudaMemcpy(a0, in0.data(), H * 2, cudaMemcpyHostToDevice));  // a0 is not read by down
