@@ -15,7 +15,7 @@
 //   late     blocks that started after their predecessor's last block ended.
 // Two setups, each in a CUDA graph, every launch but the graph's first programmatic:
 //   alone    16 launches of one product (each layer's weights), for the crate's kernel and its
-//            DIAG 1, 2 and 3 variants (bench/stream_gemv_probe.cu's gemv_d);
+//            DIAG 1, 2 and 3 variants (probe_host.cuh's gemv_d);
 //   chain    16 layers of QKV, O, gate/up, down (the crate's kernel), each product's launches
 //            against their own predecessor in the chain.
 // The stamps cost a little; each setup's untraced time (the same binary, stamps off) is printed
@@ -62,13 +62,6 @@ static __device__ __forceinline__ void gt_trace(unsigned site, unsigned n, unsig
 #include "probe_host.cuh"
 
 static const u32 H = 2048, QKV = 3072, I = 8192, L = 16;
-
-template <bool GLU, u32 D>
-__global__ void __launch_bounds__(GEMV_MAX_THREADS, GEMV_MIN_BLOCKS)
-    gemv_d(const u16* x, const u16* W, u32 N, u32 K, u32 mode, const u16* nw, float eps, const u16* residual, u16* y,
-           u32 ks) {
-    gemv<BF16, GLU, D>(x, W, 1, N, K, mode, nw, eps, residual, y, ks, nullptr);
-}
 
 // The stamps of one traced replay, by class, layer, site and block.
 static std::vector<unsigned long long> g_st;

@@ -11,7 +11,7 @@
 //   gemv      the crate's (decode.cu `gemv_bf16`/`gemv_glu_bf16`), launched as gpu.rs launches
 //             them; `half`: grids of at most half a multiprocessor's threads, so that a
 //             successor's blocks fit beside them.
-//   gemv_d    the crate's `gemv` with decode.cu's DIAG pieces: 1 no staging of f(x), 2 the
+//   gemv_d    (probe_host.cuh) the crate's `gemv` with decode.cu's DIAG pieces: 1 no staging of f(x), 2 the
 //             products replaced by an XOR of the weights, 3 both (the access pattern alone),
 //             8 x staged in shared memory in mode 0 as well (the output and down projections
 //             read it in place otherwise).
@@ -497,16 +497,6 @@ __global__ void __launch_bounds__(GEMV_MAX_THREADS, GEMV_MIN_BLOCKS)
         if (!direct) __syncthreads();
     }
     asm volatile("cp.async.wait_all;" ::: "memory");
-}
-
-// The crate's GEMV with decode.cu's DIAG pieces taken out (bench/gemv_probe.cu's variants, here
-// under PDL): 1 no staging (f(x) = 1: no read of x, no norm, no barrier but the one after
-// it), 2 the products replaced by an XOR of the weights (x not read in the loop), 3 both.
-template <bool GLU, u32 D>
-__global__ void __launch_bounds__(GEMV_MAX_THREADS, GEMV_MIN_BLOCKS)
-    gemv_d(const u16* x, const u16* W, u32 N, u32 K, u32 mode, const u16* nw, float eps, const u16* residual, u16* y,
-           u32 ks) {
-    gemv<BF16, GLU, D>(x, W, 1, N, K, mode, nw, eps, residual, y, ks, nullptr);
 }
 
 // The read-only floor (bench/read_floor_probe.cu's `pdl-dep` path): 16-byte loads at a grid
