@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Issue #22's PyTorch peer: the Llama-3.2-1B config (random bf16 weights) with a static KV
-cache, decoded one token at a time, three ways, alternated round by round:
+"""Issue #22's PyTorch peer: the Llama-3.2-1B config (`--config llama-3.1-8b`: Llama-3.1-8B's
+shapes, heads of 128) with random bf16 weights and a static KV cache, decoded one token at a
+time, three ways, alternated round by round:
 
   eager                 the module called per token
   torch.cuda.graph      the eager step captured and replayed
@@ -74,8 +75,14 @@ MODES = ("greedy", "topk", "plain")
 PATHS = {"eager": "torch eager", "graph": "torch.cuda.graph", "compile": "compile (max-autotune-no-cudagraphs) + graph",
          "compile-default": "compile (default) + graph"}
 COMPILE_MODES = {"compile": "max-autotune-no-cudagraphs", "compile-default": "default"}
-CFG = dict(hidden=2048, inter=8192, layers=16, heads=32, kv=8, hd=64, vocab=128256, eps=1e-5, theta=500000.0,
-           factor=32.0, low=1.0, high=4.0, orig=8192)
+# --config: the shapes of capture-candle's Config::named of the same name (tied: the LM head is
+# the embedding; untied: a weight of its own, of the same size).
+CONFIGS = {
+    "llama-3.2-1b": dict(name="Llama-3.2-1B", hidden=2048, inter=8192, layers=16, heads=32, kv=8, hd=64, vocab=128256,
+                         eps=1e-5, theta=500000.0, factor=32.0, low=1.0, high=4.0, orig=8192, tied=True),
+    "llama-3.1-8b": dict(name="Llama-3.1-8B", hidden=4096, inter=14336, layers=32, heads=32, kv=8, hd=128, vocab=128256,
+                         eps=1e-5, theta=500000.0, factor=8.0, low=1.0, high=4.0, orig=8192, tied=False),
+}
 
 
 def inv_freq(c):
@@ -117,6 +124,7 @@ class Llama(torch.nn.Module):
         rnd = lambda *s, std: (torch.randn(*s, generator=g, device=dev, dtype=torch.float32) * std).to(torch.bfloat16)
         self.c = c
         self.emb = rnd(c["vocab"], H, std=2 / math.sqrt(H))
+        self.head = self.emb if c["tied"] else rnd(c["vocab"], H, std=2 / math.sqrt(H))
         self.layers = []
         for _ in range(c["layers"]):
             self.layers.append(dict(
@@ -159,7 +167,7 @@ class Llama(torch.nn.Module):
             gu = h @ L["gu"].t()
             gate, up = gu.chunk(2, -1)
             x = x + (F.silu(gate) * up) @ L["d"].t()
-        return self.rms(x, self.norm) @ self.emb.t()
+        return self.rms(x, self.norm) @ self.head.t()
 
     def step(self, tokens, pos):
         """Greedy: the step as before issue #32."""
@@ -216,6 +224,7 @@ def parse_list(text, what, ok):
 
 def main():
     ap = argparse.ArgumentParser()
+    ap.add_argument("--config", default="llama-3.2-1b", choices=sorted(CONFIGS))
     ap.add_argument("--rounds", type=int, default=10)
     ap.add_argument("--tokens", type=int, default=32)
     ap.add_argument("--max-seq", type=int, default=2112)
@@ -228,6 +237,7 @@ def main():
     ap.add_argument("--compile-dynamic", action="store_true",
                     help="torch.compile's default dynamic=None (automatic dynamic shapes), as before issue #32")
     a = ap.parse_args()
+    CFG = CONFIGS[a.config]
     batches = [int(x) for x in parse_list(a.batches, "--batches", lambda x: x.isdigit() and int(x) > 0)]
     positions = [int(x) for x in parse_list(a.positions, "--positions", str.isdigit)]
     modes = list(dict.fromkeys(parse_list(a.sampling, "--sampling", lambda x: x in MODES)))
@@ -251,7 +261,7 @@ def main():
     sampled = any(m != "greedy" for m in modes)
     peak = peak_bandwidth(torch.cuda.current_device())
     against = f"this device's peak, {peak / 1e12:.2f} TB/s" if peak else "nothing (the driver does not say)"
-    print(f"# torch {torch.__version__}, {torch.cuda.get_device_name()}: Llama-3.2-1B config, bf16, max_seq {a.max_seq}; "
+    print(f"# torch {torch.__version__}, {torch.cuda.get_device_name()}: {CFG['name']} config, bf16, max_seq {a.max_seq}; "
           f"HBM share against {against}")
     if sampled:
         print("\n| batch | position | path | ms/token (median) | min | max | tokens/s | HBM share | kernels/step | capture+instantiate ms | sampling | ÷ greedy |")
@@ -262,7 +272,7 @@ def main():
     for B in batches:
         torch.manual_seed(0)
         m = Llama(CFG, B, a.max_seq, dev)
-        weights = sum(t.numel() * 2 for t in [m.emb, m.norm] + [L[k] for L in m.layers for k in ("n1", "n2", "qkv", "o", "gu", "d")])
+        weights = sum(t.numel() * 2 for t in [m.emb, m.norm] + ([] if CFG["tied"] else [m.head]) + [L[k] for L in m.layers for k in ("n1", "n2", "qkv", "o", "gu", "d")])
         tokens = torch.arange(1000, 1000 + B, device=dev, dtype=torch.int64)
         pos = torch.full((B,), 64, device=dev, dtype=torch.int64)
         runs = []  # (mode, path name, eager fn or None, graph or None, capture ms)

@@ -84,18 +84,19 @@ case "$1" in
     ;;
   aba)
     # A (llama_bench), B (PyTorch compile + graph at BATCH, default 8: positions 64/2000, then
-    # 8000), A again. OLD=1 adds llama_bench_old (an earlier build, staged under that name)
-    # after each A: the change and its baseline on one machine, in one command.
+    # 8000 at BATCH_LONG, default BATCH), A again; CONFIG (llama-3.2-1b) names the model.
+    # OLD=1 adds llama_bench_old (an earlier build, staged under that name) after each A: the
+    # change and its baseline on one machine, in one command.
     ours_once() {
-      timeout ${LIMIT:-150} $c/${1:-llama_bench} --rounds ${ROUNDS:-6} --max-seq 8256 --batches ${OURS_BATCHES:-1,8,32} \
+      timeout ${LIMIT:-150} $c/${1:-llama_bench} --config ${CONFIG:-llama-3.2-1b} --rounds ${ROUNDS:-6} --max-seq 8256 --batches ${OURS_BATCHES:-1,8,32} \
         --positions 64,2000,8000 --sampling greedy --paths fused --no-breakdown || failed "${1:-llama_bench}"
     }
     old_once() { [ "${OLD:-0}" = 1 ] && ours_once llama_bench_old 2>&1 | tee "$out/${tag}-$1.txt"; }
     { nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; ours_once; } 2>&1 | tee "$out/${tag}-A1.txt"
     old_once O1
-    timeout 240 python3 bench/torch_llama.py --rounds 10 --max-seq 2112 --batches ${BATCH:-8} --positions 64,2000 --sampling greedy \
+    timeout 240 python3 bench/torch_llama.py --config ${CONFIG:-llama-3.2-1b} --rounds 10 --max-seq 2112 --batches ${BATCH:-8} --positions 64,2000 --sampling greedy \
       --paths ${TORCH_PATHS:-compile,compile-default} 2>&1 | tee "$out/${tag}-B-short.txt" || failed "$tag"
-    timeout 240 python3 bench/torch_llama.py --rounds 10 --max-seq 8256 --batches ${BATCH:-8} --positions 8000 --sampling greedy \
+    timeout 240 python3 bench/torch_llama.py --config ${CONFIG:-llama-3.2-1b} --rounds 10 --max-seq 8256 --batches ${BATCH_LONG:-${BATCH:-8}} --positions 8000 --sampling greedy \
       --paths ${TORCH_PATHS:-compile,compile-default} 2>&1 | tee "$out/${tag}-B-8000.txt" || failed "$tag"
     ours_once 2>&1 | tee "$out/${tag}-A2.txt"
     old_once O2
@@ -103,14 +104,16 @@ case "$1" in
   variants)
     # Builds of llama_bench staged as llama_bench (this tree) and llama_bench_NAME (VARIANTS="a
     # b": the same tree with one rule changed), alternated AB times (2) in one command: BATCHES
-    # (1) at positions 64/2000/8000, greedy, the fused step.
+    # (1) at positions 64/2000/8000, greedy, the fused step; CONFIG (llama-3.2-1b) names the
+    # model; BREAKDOWN=1 adds the per-part sub-graphs.
     { nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
       for r in $(seq ${AB:-2}); do
         for v in "" ${VARIANTS:-}; do
           name=llama_bench${v:+_$v}
           echo "=== round $r: $name"
-          timeout ${LIMIT:-150} $c/$name --rounds ${ROUNDS:-6} --max-seq 8256 --batches ${BATCHES:-1} \
-            --positions 64,2000,8000 --sampling greedy --paths fused --no-breakdown || failed "$name"
+          timeout ${LIMIT:-150} $c/$name --config ${CONFIG:-llama-3.2-1b} --rounds ${ROUNDS:-6} --max-seq 8256 \
+            --batches ${BATCHES:-1} --positions 64,2000,8000 --sampling greedy --paths fused \
+            $([ "${BREAKDOWN:-0}" = 1 ] || echo --no-breakdown) || failed "$name"
         done
       done
     } 2>&1 | tee "$out/$tag.txt"

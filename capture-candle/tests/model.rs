@@ -35,10 +35,26 @@ const QWEN_JSON: &str = r#"{
   "bos_token_id": 151643, "eos_token_id": 151645
 }"#;
 
+/// Llama-3.1-8B-Instruct's `config.json` as transformers writes it (no `head_dim`: 4096 / 32).
+const LLAMA_8B_JSON: &str = r#"{
+  "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_act": "silu",
+  "hidden_size": 4096, "intermediate_size": 14336, "num_hidden_layers": 32,
+  "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 128256,
+  "rms_norm_eps": 1e-05, "rope_theta": 500000.0, "max_position_embeddings": 131072,
+  "rope_scaling": {"factor": 8.0, "high_freq_factor": 4.0, "low_freq_factor": 1.0,
+                   "original_max_position_embeddings": 8192, "rope_type": "llama3"},
+  "tie_word_embeddings": false, "torch_dtype": "bfloat16", "attention_bias": false, "mlp_bias": false,
+  "bos_token_id": 128000, "eos_token_id": [128001, 128008, 128009]
+}"#;
+
 #[test]
 fn configs_are_read_from_hugging_face_config_json() {
     let l = Config::from_json(LLAMA_JSON).unwrap();
     assert_eq!(l, Config::llama_3_2_1b());
+    let l8 = Config::from_json(LLAMA_8B_JSON).unwrap();
+    assert_eq!(l8, Config::llama_3_1_8b());
+    assert_eq!(Config::named("llama-3.1-8b").unwrap(), l8);
+    l8.validate().unwrap();
     let q = Config::from_json(QWEN_JSON).unwrap();
     assert_eq!((q.family, q.qkv_bias, q.head_dim, q.rope_theta), (Family::Qwen2, true, 64, 1e6));
     assert_eq!(q.eos_token_ids, [151_645]);

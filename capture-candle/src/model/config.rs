@@ -747,6 +747,26 @@ impl Config {
         }
     }
 
+    /// Llama-3.1-8B's config (hidden 4096, 32 layers, 32/8 heads of 128, vocabulary 128,256,
+    /// untied embeddings, Llama 3 rope scaling), in bf16: the common shape with heads of 128
+    /// (the `attention_d128` kernels), for benchmarks with random weights.
+    pub fn llama_3_1_8b() -> Self {
+        Config {
+            hidden_size: 4096,
+            intermediate_size: 14_336,
+            num_hidden_layers: 32,
+            head_dim: 128,
+            rope_scaling: Some(Llama3Scaling {
+                factor: 8.0,
+                low_freq_factor: 1.0,
+                high_freq_factor: 4.0,
+                original_max_position_embeddings: 8192,
+            }),
+            tie_word_embeddings: false,
+            ..Self::llama_3_2_1b()
+        }
+    }
+
     /// Qwen2.5-0.5B's config (hidden 896, 24 layers, 14/2 heads, q/k/v biases, rope theta
     /// 10^6, tied embeddings), in bf16.
     pub fn qwen2_5_0_5b() -> Self {
@@ -771,7 +791,7 @@ impl Config {
         }
     }
 
-    /// A config by name: `llama-3.2-1b`, `qwen2.5-0.5b`, or `tiny-llama` / `tiny-qwen2`
+    /// A config by name: `llama-3.2-1b`, `llama-3.1-8b`, `qwen2.5-0.5b`, or `tiny-llama` / `tiny-qwen2`
     /// (2 layers, hidden 64: for tests on the CPU).
     ///
     /// # Errors
@@ -779,6 +799,7 @@ impl Config {
     pub fn named(name: &str) -> Result<Self> {
         Ok(match name {
             "llama-3.2-1b" => Self::llama_3_2_1b(),
+            "llama-3.1-8b" => Self::llama_3_1_8b(),
             "qwen2.5-0.5b" => Self::qwen2_5_0_5b(),
             "tiny-llama" => Self::tiny(Family::Llama),
             "tiny-qwen2" => Self::tiny(Family::Qwen2),
@@ -786,7 +807,7 @@ impl Config {
                 return Err(Error::invalid(
                     "config name",
                     other,
-                    "llama-3.2-1b, qwen2.5-0.5b, tiny-llama or tiny-qwen2",
+                    "llama-3.2-1b, llama-3.1-8b, qwen2.5-0.5b, tiny-llama or tiny-qwen2",
                 ))
             }
         })
