@@ -143,6 +143,19 @@ const ATT_MAX_SPLITS: usize = 64;
 /// Past one wave the last blocks run alone, and each chunk's partials and their combination
 /// cost more than the parallelism gains.
 const ATT_BLOCKS: usize = 528;
+/// Blocks the grid aims at for the fused 16-bit kernels with heads of 128
+/// (`attention_rope_d128_{bf16,f16}`, which hold 3 a multiprocessor: at 4 they spilled; see
+/// the entry points in kernels/decode.cu), and for the plain ones at that width, which follow
+/// the same rule so that the two give the same bits: one wave of 3 on 132 multiprocessors.
+///
+/// Measured on an H200 at Llama-3.1-8B's shape (32 layers, 8 key heads of 128; `llama_bench
+/// --config llama-3.1-8b`, docs/gpu-runs/2026-11-29b-d128/, run 153), ms a fused step against
+/// 4 blocks a multiprocessor (spilling) on [`ATT_BLOCKS`]: 5.01-5.03 against 5.17-5.18 at batch
+/// 1, position 8,000; 6.91 against 7.15 at batch 8, 8,000; 6.59-6.61 against 6.95-6.96 at batch
+/// 32, 2,000; 12.33-12.36 against 13.64-13.69 at batch 32, 8,000. The same kernels on grids of
+/// 528 (1.3 waves) were slower at batches 8 and 32, the spilling ones on 396 slower still; on
+/// 264, faster alone at batch 8 but slower in the step.
+const ATT_D128_BLOCKS: usize = 396;
 /// Most chunks a prefix is cut into (the grid's depth; at most `ATT_MAX_SPLITS`). At batch
 /// 1, position 8,000 (8 key heads) 16 chunks of 500 keys took 14.8 µs, 33 of 250 15.7 and 64
 /// of 125 19.8 (same runs): combining more partials costs more than it spreads.
@@ -208,13 +221,25 @@ pub(crate) fn attention_split(g: usize, dim: usize, _elem: usize, max_seq: usize
     Some((width, g.div_ceil(ATT_HEADS), most))
 }
 
+/// The blocks a launch's grid aims at ([`attention_grid`]): [`ATT_WIDE_BLOCKS`] for the 8-warp
+/// kernels (`wide`), [`ATT_D128_BLOCKS`] for 16-bit heads of 128 (width 128, `elem` bytes),
+/// else [`ATT_BLOCKS`] (the most: the scratch is sized for it).
+fn attention_aim(width: usize, elem: usize, wide: bool) -> usize {
+    if wide {
+        ATT_WIDE_BLOCKS
+    } else if width == 128 && elem == 2 {
+        ATT_D128_BLOCKS
+    } else {
+        ATT_BLOCKS
+    }
+}
+
 /// The grid's depth (chunks at most) and longest chunk for `blocks` blocks per chunk (rows x
-/// key heads x head groups x tokens): as many chunks as keep the grid within [`ATT_BLOCKS`]
-/// blocks ([`ATT_WIDE_BLOCKS`] for the 8-warp kernels, `wide`: never more chunks) at a prefix
-/// of `max_seq` (at least 1), at most `most`; the kernel sizes the chunks from the actual
-/// length on the device, so a shorter prefix runs fewer of them.
-fn attention_grid(blocks: usize, most: usize, max_seq: usize, wide: bool) -> (usize, usize) {
-    let aim = if wide { ATT_WIDE_BLOCKS } else { ATT_BLOCKS };
+/// key heads x head groups x tokens): as many chunks as keep the grid within `aim` blocks
+/// ([`attention_aim`]; never fewer than 1 chunk) at a prefix of `max_seq` (at least 1), at
+/// most `most`; the kernel sizes the chunks from the actual length on the device, so a shorter
+/// prefix runs fewer of them.
+fn attention_grid(blocks: usize, most: usize, max_seq: usize, aim: usize) -> (usize, usize) {
     let nsplit = (aim / blocks.max(1)).clamp(1, most);
     (nsplit, max_seq.div_ceil(nsplit))
 }
@@ -260,7 +285,7 @@ pub(crate) fn attention_scratch_len(
     (nk, max_seq): (usize, usize),
 ) -> Option<usize> {
     let (_, nhg, most) = attention_split(nq / nk.max(1), dim, 0, max_seq)?;
-    let (nsplit, _) = attention_grid(b * nk * nhg * t, most, max_seq, false);
+    let (nsplit, _) = attention_grid(b * nk * nhg * t, most, max_seq, ATT_BLOCKS);
     Some(b * nq * t * nsplit * (dim + 4))
 }
 
@@ -310,7 +335,7 @@ pub(crate) fn attention(
     };
     let per_chunk = b * nk * nhg * t;
     let wide = attention_wide(width, elem, per_chunk);
-    let (nsplit, max_chunk) = attention_grid(per_chunk, most, max_seq, wide);
+    let (nsplit, max_chunk) = attention_grid(per_chunk, most, max_seq, attention_aim(width, elem, wide));
     // The counters the last block of each (row, head, token) finds: the cache's own (kept
     // at 0 by the kernel), or fresh zeros for a call with more token rows than they cover.
     let fresh;
@@ -761,15 +786,36 @@ mod tests {
         let (_, nhg, most) = attention_split(4, 64, 2, 8256).unwrap();
         assert_eq!((nhg, most), (1, 16));
         for (rows, want) in [(1, 16), (2, 16), (4, 16), (8, 8), (16, 4), (32, 2), (64, 1), (128, 1)] {
-            let (nsplit, chunk) = attention_grid(rows * 8 * nhg, most, 8256, false);
+            let (nsplit, chunk) = attention_grid(rows * 8 * nhg, most, 8256, attention_aim(64, 2, false));
             assert_eq!(nsplit, want, "{rows} rows");
             assert!(nsplit * 8 * rows <= ATT_BLOCKS || nsplit == 1, "{rows} rows: {nsplit} chunks");
             assert!(nsplit * chunk >= 8256, "{rows} rows: {nsplit} x {chunk} leave keys out");
         }
-        assert_eq!(attention_grid(8 * 256, most, 8256, false).0, 1, "a 256-token prefill chunk");
+        assert_eq!(attention_grid(8 * 256, most, 8256, ATT_BLOCKS).0, 1, "a 256-token prefill chunk");
         let (_, _, short) = attention_split(4, 64, 2, 300).unwrap();
-        assert_eq!(attention_grid(8, short, 300, false), (2, 150));
+        assert_eq!(attention_grid(8, short, 300, ATT_BLOCKS), (2, 150));
         assert_eq!(attention_split(7, 64, 2, 8256).unwrap().1, 2, "7 query heads a key head: 2 groups of 4");
+    }
+
+    /// The 16-bit kernels with heads of 128 at Llama-3.1-8B's shape (8 key heads, 4 query heads
+    /// each) and a cache of 8,256: one wave of 3 blocks a multiprocessor (396) at most, within
+    /// the scratch sized for 528; f32 keeps the 528 rule.
+    #[test]
+    fn attention_d128_grids() {
+        let (width, nhg, most) = attention_split(4, 128, 2, 8256).unwrap();
+        assert_eq!((width, nhg, most), (128, 1, 16));
+        let aim = attention_aim(width, 2, attention_wide(width, 2, 8));
+        assert_eq!(aim, ATT_D128_BLOCKS);
+        for (rows, want) in [(1, 16), (2, 16), (4, 12), (8, 6), (16, 3), (32, 1), (64, 1)] {
+            let per_chunk = rows * 8 * nhg;
+            let (nsplit, chunk) = attention_grid(per_chunk, most, 8256, aim);
+            assert_eq!(nsplit, want, "{rows} rows");
+            assert!(nsplit * per_chunk <= ATT_D128_BLOCKS || nsplit == 1, "{rows} rows: {nsplit} chunks");
+            assert!(nsplit * chunk >= 8256, "{rows} rows: {nsplit} x {chunk} leave keys out");
+            assert!(nsplit <= attention_grid(per_chunk, most, 8256, ATT_BLOCKS).0, "{rows} rows: the scratch");
+        }
+        assert_eq!(attention_aim(128, 4, false), ATT_BLOCKS, "f32");
+        assert_eq!(attention_aim(256, 2, false), ATT_BLOCKS, "heads of 256");
     }
 
     /// The 8-warp kernels at the Llama-3.2-1B shape and a cache of 8,256: every decode batch up
@@ -782,11 +828,11 @@ mod tests {
         for (rows, chunks) in [(1, 16), (2, 16), (4, 8), (8, 4), (16, 2), (32, 1)] {
             let per_chunk = rows * 8 * nhg;
             assert!(attention_wide(width, 2, per_chunk), "{rows} rows");
-            let (nsplit, chunk) = attention_grid(per_chunk, most, 8256, true);
+            let (nsplit, chunk) = attention_grid(per_chunk, most, 8256, attention_aim(width, 2, true));
             assert_eq!(nsplit, chunks, "{rows} rows");
             assert!(nsplit * per_chunk <= ATT_WIDE_BLOCKS, "{rows} rows: {nsplit} chunks");
             assert!(nsplit * chunk >= 8256, "{rows} rows: {nsplit} x {chunk} leave keys out");
-            assert!(nsplit <= attention_grid(per_chunk, most, 8256, false).0, "{rows} rows: the scratch");
+            assert!(nsplit <= attention_grid(per_chunk, most, 8256, ATT_BLOCKS).0, "{rows} rows: the scratch");
         }
         assert!(!attention_wide(width, 2, 64 * 8 * nhg), "64 rows");
         assert!(!attention_wide(width, 2, 8 * 256), "a 256-token prefill chunk");
