@@ -153,8 +153,9 @@ const ATT_BLOCKS: usize = 528;
 /// 4 blocks a multiprocessor (spilling) on [`ATT_BLOCKS`]: 5.01-5.03 against 5.17-5.18 at batch
 /// 1, position 8,000; 6.91 against 7.15 at batch 8, 8,000; 6.59-6.61 against 6.95-6.96 at batch
 /// 32, 2,000; 12.33-12.36 against 13.64-13.69 at batch 32, 8,000. The same kernels on grids of
-/// 528 (1.3 waves) were slower at batches 8 and 32, the spilling ones on 396 slower still; on
-/// 264, faster alone at batch 8 but slower in the step.
+/// 528 (1.3 waves) were slower at batch 32 and at batch 8, 2,000 (run 152); the spilling ones
+/// on 396 slower than on 528 at batch 8 and at batch 32, 8,000; on 264, faster alone at batch
+/// 8 but slower in the step.
 const ATT_D128_BLOCKS: usize = 396;
 /// Most chunks a prefix is cut into (the grid's depth; at most `ATT_MAX_SPLITS`). At batch
 /// 1, position 8,000 (8 key heads) 16 chunks of 500 keys took 14.8 µs, 33 of 250 15.7 and 64
