@@ -908,6 +908,21 @@ __device__ void attention(const typename E::T* q, const typename E::T* kc, const
                                                        AttFuse<E>{qkv, bias, table, active, interleaved, kw, \
                                                                   vw, overflow});                            \
     }
+// attention_rope_d128pf_*: the fused 16-bit d128 kernels with the next group's loads issued
+// ahead (PF), at most 2 blocks a multiprocessor (229 registers by `ptxas -v`, no spills): gpu.rs
+// takes them for grids of at most ATT_AHEAD_MAX_BLOCKS blocks a chunk (decode batches of up to
+// 8 rows at 8 key heads), on grids of at most 264 blocks, where a multiprocessor holds one or
+// two blocks and the loads ahead keep more of the cache in flight. The same sums as
+// attention_rope_d128 (the plain d128 kernels follow the same chunks). Measured on an H200 at
+// Llama-3.1-8B's shape (docs/gpu-runs/2026-11-29b-d128/, run 157).
+#define INSTANTIATE_ATT_ROPE_AHEAD(E, SUF)                                                                  \
+    extern "C" __global__ void __launch_bounds__(ATT_WARPS * 32, 2)                                       \
+        attention_rope_d128pf_##SUF(ATT_FUSE_ARGS(E)) {                                                  \
+        attention<E, 128, 16, ATT_WARPS, true, true, true>(q, kc, vc, pos, T, nq, nk, S, dim, nsplit,    \
+                                                         max_chunk, min_chunk, scale, part, counters, out, \
+                                                         AttFuse<E>{qkv, bias, table, active, interleaved,  \
+                                                                    kw, vw, overflow});                    \
+    }
 // attention[_rope]_d64w8_*: the 16-bit d64 kernels with ATT_WARPS_WIDE (8) warps a block, at
 // most 2 blocks a multiprocessor (128 registers a thread, no spills): gpu.rs takes them for
 // decode batches (at most 264 blocks a chunk), on grids of at most 264 blocks (one wave), where
@@ -932,6 +947,8 @@ __device__ void attention(const typename E::T* q, const typename E::T* kc, const
 // programmatically: the fused attention, gemv and mmv.
 INSTANTIATE_ATT_ROPE_WIDE(BF16, bf16)
 INSTANTIATE_ATT_ROPE_WIDE(F16, f16)
+INSTANTIATE_ATT_ROPE_AHEAD(BF16, bf16)
+INSTANTIATE_ATT_ROPE_AHEAD(F16, f16)
 INSTANTIATE_ATT_ROPE(BF16, bf16, 64, 16, true, true, 4)
 INSTANTIATE_ATT_ROPE(BF16, bf16, 128, 16, true, false, 3)
 INSTANTIATE_ATT_ROPE(BF16, bf16, 256, 8, true, false, 1)

@@ -206,11 +206,13 @@ fn reference_attention(q: &Tensor, k: &Tensor, v: &Tensor, pos: &[u32], scale: f
 
 /// Attention against the plain computation: small heads, and the largest shape the kernel
 /// takes, 16 query heads a key head of 256 (on CUDA, four blocks of 4 query heads share each
-/// key head); one and several tokens a row, prefixes of one chunk and of several.
+/// key head); one and several tokens a row, prefixes of one chunk and of several; heads of 128
+/// over a cache of 8,256 (on CUDA in 16-bit types, up to 32 chunks a prefix).
 fn attention(dev: &Device) {
     let shapes = [
         ((3, 8, 2, 16, 300), [(1usize, [0u32, 129, 298]), (3, [5, 127, 200])]),
         ((3, 32, 2, 256, 300), [(1, [3, 130, 299]), (2, [0, 64, 290])]),
+        ((3, 4, 1, 128, 8256), [(1, [8200, 7990, 4000]), (1, [8255, 0, 300])]),
     ];
     for ((b, nq, nk, d, s), cases) in shapes {
         for (t, pos) in cases {
@@ -288,12 +290,15 @@ fn attention_over_the_valid_prefix_matches_plain_attention_gpu() {
 /// cache of 3,000 gives chunks of 250 keys) and inside one, an inactive row (row 5: it writes
 /// nothing and reads the cache as it is) and a row past the cache (the last: nothing written,
 /// the queries rotated at the last row). `pos` holds 7 positions below `s`; the eighth row is
-/// at `s`.
-fn qkv_attention(dev: &Device, dims: &[usize], s: usize, below: [u32; 7]) {
-    let (b, nk) = (8, 2);
-    let mut pos = [s as u32; 8];
-    pos[..7].copy_from_slice(&below);
-    let active = [1u32, 1, 1, 1, 1, 0, 1, 1];
+/// at `s`. `nk` key heads; the 8 rows `reps` times over (on CUDA, more blocks a chunk take other
+/// kernels: `attention_rope_d128pf` up to 64, `attention_rope_d128` past it).
+fn qkv_attention(dev: &Device, dims: &[usize], s: usize, below: [u32; 7], nk: usize, reps: usize) {
+    let b = 8 * reps;
+    let mut eight = [s as u32; 8];
+    eight[..7].copy_from_slice(&below);
+    let pos: Vec<u32> = eight.repeat(reps);
+    let active = [1u32, 1, 1, 1, 1, 0, 1, 1].repeat(reps);
+    let want_overflow = [0u32, 0, 0, 0, 0, 0, 0, 1].repeat(reps);
     for dtype in DTYPES {
         for &d in dims {
             for g in [1usize, 4, 7] {
@@ -308,7 +313,7 @@ fn qkv_attention(dev: &Device, dims: &[usize], s: usize, below: [u32; 7]) {
                         let cache = KvCache::new(b, nk, s, d, dtype, dev).unwrap();
                         cache.k().slice_set(&rand(&[b, nk, s, d], dtype, dev, 4), 0, 0).unwrap();
                         cache.v().slice_set(&rand(&[b, nk, s, d], dtype, dev, 5), 0, 0).unwrap();
-                        let (p, a, overflow) = (u32t(&pos, dev), u32t(&active, dev), u32t(&[0; 8], dev));
+                        let (p, a, overflow) = (u32t(&pos, dev), u32t(&active, dev), u32t(&vec![0; b], dev));
                         let out = if fused {
                             decode::qkv_attention(
                                 &qkv,
@@ -330,8 +335,8 @@ fn qkv_attention(dev: &Device, dims: &[usize], s: usize, below: [u32; 7]) {
                         (bits(&out), bits(cache.k()), bits(cache.v()), overflow.to_vec1::<u32>().unwrap())
                     };
                     let (fused, apart) = (run(true), run(false));
-                    let what = format!("d={d} g={g} {layout:?} bias={with_bias} {dtype:?}");
-                    assert_eq!(fused.3, [0, 0, 0, 0, 0, 0, 0, 1], "{what}: overflow");
+                    let what = format!("d={d} g={g} nk={nk} b={b} {layout:?} bias={with_bias} {dtype:?}");
+                    assert_eq!(fused.3, want_overflow, "{what}: overflow");
                     assert_eq!(fused.3, apart.3, "{what}: overflow");
                     assert!(fused.0 == apart.0, "{what}: the attention output differs");
                     assert!(fused.1 == apart.1, "{what}: the key cache differs");
@@ -344,13 +349,17 @@ fn qkv_attention(dev: &Device, dims: &[usize], s: usize, below: [u32; 7]) {
 
 #[test]
 fn qkv_attention_equals_rope_write_then_attention() {
-    qkv_attention(&Device::Cpu, &[64], 600, [0, 11, 250, 256, 500, 400, 587]);
+    qkv_attention(&Device::Cpu, &[64], 600, [0, 11, 250, 256, 500, 400, 587], 2, 1);
 }
 #[test]
 #[ignore = "needs a CUDA device"]
 fn qkv_attention_equals_rope_write_then_attention_gpu() {
     if let Some(d) = gpu() {
-        qkv_attention(&d, &[64, 72, 128, 136, 256], 3000, [0, 11, 250, 256, 500, 2047, 2987]);
+        qkv_attention(&d, &[64, 72, 128, 136, 256], 3000, [0, 11, 250, 256, 500, 2047, 2987], 2, 1);
+        // Heads of 128 at 80 and 160 blocks a chunk (the 3-a-multiprocessor kernels), and at 8
+        // and 16 over a cache of 8,256 (the kernels that load ahead, up to 32 chunks of 258 keys).
+        qkv_attention(&d, &[128, 136], 3000, [0, 11, 250, 256, 500, 2047, 2987], 2, 5);
+        qkv_attention(&d, &[128], 8256, [0, 11, 258, 4000, 7990, 8100, 8255], 1, 1);
     }
 }
 

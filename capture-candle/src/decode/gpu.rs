@@ -162,6 +162,25 @@ const ATT_D128_BLOCKS: usize = 396;
 /// of 125 19.8 (same runs): combining more partials costs more than it spreads.
 const ATT_MOST_SPLITS: usize = 16;
 const _: () = assert!(ATT_MOST_SPLITS <= ATT_MAX_SPLITS, "the kernel combines at most ATT_MAX_SPLITS chunks");
+/// Most chunks for 16-bit heads of 128: at batch 1 and 8 key heads, 16 chunks are 128 blocks
+/// of 4 warps, one a multiprocessor. With 32 (and the kernels that load ahead,
+/// [`ATT_AHEAD_MAX_BLOCKS`]) Llama-3.1-8B's fused step at batch 1, position 8,000 took
+/// 4.799-4.803 ms against 5.008-5.016 on an H200 (run 157; 32 chunks with the 3-a-multiprocessor
+/// kernel: 4.874-4.884).
+const ATT_MOST_SPLITS_D128: usize = 32;
+const _: () = assert!(ATT_MOST_SPLITS_D128 <= ATT_MAX_SPLITS, "the kernel combines at most ATT_MAX_SPLITS chunks");
+/// The most blocks a chunk (rows x key heads x head groups x tokens) at which 16-bit heads of
+/// 128 take the fused kernels that load the next group ahead (`attention_rope_d128pf_*`, 2 a
+/// multiprocessor), on grids of [`ATT_AHEAD_BLOCKS`]: decode batches of up to 8 rows at 8 key
+/// heads. Measured on an H200 at Llama-3.1-8B's shape, ms a fused step against the
+/// 3-a-multiprocessor kernels on [`ATT_D128_BLOCKS`]: batch 8, 6.812-6.825 against 6.900-6.903
+/// at position 8,000 and 5.237-5.244 against 5.322-5.332 at 2,000 (run 157); batch 32 (256
+/// blocks a chunk), 12.853-12.875 against 12.327-12.363 at 8,000 (run 153): slower. Batch 16
+/// was not measured and stays with the 3-a-multiprocessor kernels.
+const ATT_AHEAD_MAX_BLOCKS: usize = 64;
+/// Blocks the grid aims at for the kernels that load ahead (2 a multiprocessor, 132
+/// multiprocessors).
+const ATT_AHEAD_BLOCKS: usize = 264;
 /// Threads per block of the 8-warp kernels (`attention_d64w8`, `attention_rope_d64w8`:
 /// `ATT_WARPS_WIDE`).
 const ATT_WIDE_THREADS: u32 = 256;
@@ -194,6 +213,12 @@ const ATT_WIDE_BLOCKS: usize = 264;
 fn attention_wide(width: usize, elem: usize, per_chunk: usize) -> bool {
     width == 64 && elem == 2 && per_chunk <= ATT_WIDE_BLOCKS
 }
+/// Whether a fused launch with `per_chunk` blocks a chunk takes the d128 kernels that load
+/// ahead ([`ATT_AHEAD_MAX_BLOCKS`]): 16-bit heads of 128. The plain kernels take the same
+/// chunks ([`attention_aim`]), so that fused and plain give the same bits.
+fn attention_ahead(width: usize, elem: usize, per_chunk: usize) -> bool {
+    width == 128 && elem == 2 && per_chunk <= ATT_AHEAD_MAX_BLOCKS
+}
 /// The shortest chunk, in keys (the kernel rounds chunks up to a multiple of 64: 16 keys for
 /// each of its 4 warps; the 8-warp kernels leave half their warps idle on a chunk of 64).
 /// Against 128 keys (same sweep), 256 saves 4.0 µs a layer at batch 1, position 8,000 and 3.1
@@ -201,13 +226,14 @@ fn attention_wide(width: usize, elem: usize, per_chunk: usize) -> bool {
 /// and their combination) over fewer, longer chunks.
 const ATT_MIN_CHUNK: usize = 256;
 
-/// The attention kernel for `g` query heads per key head of `dim` elements over a cache of
-/// `max_seq`: its width (the entry point `attention_d{64,128,256}`), the head groups (blocks
-/// per key head) and the most chunks the prefix may be cut into; `None` for a shape it does
-/// not take (`dim` not a multiple of 8 or above 256, `g` 0 or above 16). Every launch fits
-/// the static shared memory (at most about 31 KB, `attention_rope_d256_f32`; 25 KB without
-/// the fused input stage); there is no dynamic part.
-pub(crate) fn attention_split(g: usize, dim: usize, _elem: usize, max_seq: usize) -> Option<(usize, usize, usize)> {
+/// The attention kernel for `g` query heads per key head of `dim` elements of `elem` bytes
+/// over a cache of `max_seq`: its width (the entry point `attention_d{64,128,256}`), the head
+/// groups (blocks per key head) and the most chunks the prefix may be cut into
+/// ([`ATT_MOST_SPLITS`], [`ATT_MOST_SPLITS_D128`] for 16-bit heads of 128); `None` for a shape
+/// it does not take (`dim` not a multiple of 8 or above 256, `g` 0 or above 16). Every launch
+/// fits the static shared memory (at most about 31 KB, `attention_rope_d256_f32`; 25 KB
+/// without the fused input stage); there is no dynamic part.
+pub(crate) fn attention_split(g: usize, dim: usize, elem: usize, max_seq: usize) -> Option<(usize, usize, usize)> {
     if g == 0 || g > 16 || dim == 0 || !dim.is_multiple_of(8) || dim > 256 {
         return None;
     }
@@ -218,16 +244,21 @@ pub(crate) fn attention_split(g: usize, dim: usize, _elem: usize, max_seq: usize
     } else {
         256
     };
-    let most = ATT_MOST_SPLITS.min(max_seq.div_ceil(ATT_MIN_CHUNK)).max(1);
+    let cap = if width == 128 && elem == 2 { ATT_MOST_SPLITS_D128 } else { ATT_MOST_SPLITS };
+    let most = cap.min(max_seq.div_ceil(ATT_MIN_CHUNK)).max(1);
     Some((width, g.div_ceil(ATT_HEADS), most))
 }
 
-/// The blocks a launch's grid aims at ([`attention_grid`]): [`ATT_WIDE_BLOCKS`] for the 8-warp
-/// kernels (`wide`), [`ATT_D128_BLOCKS`] for 16-bit heads of 128 (width 128, `elem` bytes),
-/// else [`ATT_BLOCKS`] (the most: the scratch is sized for it).
-fn attention_aim(width: usize, elem: usize, wide: bool) -> usize {
-    if wide {
+/// The blocks a launch's grid aims at ([`attention_grid`]) for `per_chunk` blocks a chunk at
+/// width `width` in `elem`-byte elements: [`ATT_WIDE_BLOCKS`] for the 8-warp kernels
+/// ([`attention_wide`]), [`ATT_AHEAD_BLOCKS`] for the d128 kernels that load ahead
+/// ([`attention_ahead`]), [`ATT_D128_BLOCKS`] for the other 16-bit heads of 128, else
+/// [`ATT_BLOCKS`] (the most: the scratch is sized for it).
+fn attention_aim(width: usize, elem: usize, per_chunk: usize) -> usize {
+    if attention_wide(width, elem, per_chunk) {
         ATT_WIDE_BLOCKS
+    } else if attention_ahead(width, elem, per_chunk) {
+        ATT_AHEAD_BLOCKS
     } else if width == 128 && elem == 2 {
         ATT_D128_BLOCKS
     } else {
@@ -279,13 +310,15 @@ fn written_in_full(op: &str, t: &Tensor, dtype: DType, len: usize) -> Result<()>
 }
 
 /// Elements of the f32 scratch `attention` needs for these sizes (its partial results per
-/// chunk), or `None` for a shape it does not take: for the 4-warp kernels' chunks, which are
-/// at least as many as the 8-warp kernels' (whichever the launch takes, this is enough).
+/// chunk), or `None` for a shape it does not take: for the chunks of a grid of [`ATT_BLOCKS`]
+/// with 16-bit elements' most chunks, which are at least as many as any launch's (whichever
+/// kernel and type the launch takes, this is enough).
 pub(crate) fn attention_scratch_len(
     (b, nq, t, dim): (usize, usize, usize, usize),
     (nk, max_seq): (usize, usize),
 ) -> Option<usize> {
-    let (_, nhg, most) = attention_split(nq / nk.max(1), dim, 0, max_seq)?;
+    // 16-bit elements: the most chunks any type takes.
+    let (_, nhg, most) = attention_split(nq / nk.max(1), dim, 2, max_seq)?;
     let (nsplit, _) = attention_grid(b * nk * nhg * t, most, max_seq, ATT_BLOCKS);
     Some(b * nq * t * nsplit * (dim + 4))
 }
@@ -336,7 +369,7 @@ pub(crate) fn attention(
     };
     let per_chunk = b * nk * nhg * t;
     let wide = attention_wide(width, elem, per_chunk);
-    let (nsplit, max_chunk) = attention_grid(per_chunk, most, max_seq, attention_aim(width, elem, wide));
+    let (nsplit, max_chunk) = attention_grid(per_chunk, most, max_seq, attention_aim(width, elem, per_chunk));
     // The counters the last block of each (row, head, token) finds: the cache's own (kept
     // at 0 by the kernel), or fresh zeros for a call with more token rows than they cover.
     let fresh;
@@ -401,7 +434,8 @@ pub(crate) fn attention(
                 addr(Some(v))?,
                 addr(Some(f.overflow))?,
             ]);
-            format!("attention_rope_d{width}{w8}")
+            let ahead = if attention_ahead(width, elem, per_chunk) { "pf" } else { "" };
+            format!("attention_rope_d{width}{w8}{ahead}")
         }
     };
     go_as(&dev, &name, q.dtype(), cfg, &args, launch)?;
@@ -787,7 +821,7 @@ mod tests {
         let (_, nhg, most) = attention_split(4, 64, 2, 8256).unwrap();
         assert_eq!((nhg, most), (1, 16));
         for (rows, want) in [(1, 16), (2, 16), (4, 16), (8, 8), (16, 4), (32, 2), (64, 1), (128, 1)] {
-            let (nsplit, chunk) = attention_grid(rows * 8 * nhg, most, 8256, attention_aim(64, 2, false));
+            let (nsplit, chunk) = attention_grid(rows * 8 * nhg, most, 8256, ATT_BLOCKS);
             assert_eq!(nsplit, want, "{rows} rows");
             assert!(nsplit * 8 * rows <= ATT_BLOCKS || nsplit == 1, "{rows} rows: {nsplit} chunks");
             assert!(nsplit * chunk >= 8256, "{rows} rows: {nsplit} x {chunk} leave keys out");
@@ -799,24 +833,33 @@ mod tests {
     }
 
     /// The 16-bit kernels with heads of 128 at Llama-3.1-8B's shape (8 key heads, 4 query heads
-    /// each) and a cache of 8,256: one wave of 3 blocks a multiprocessor (396) at most, within
-    /// the scratch sized for 528; f32 keeps the 528 rule.
+    /// each) and a cache of 8,256: up to 8 rows the kernels that load ahead on grids of at most
+    /// 264 blocks (32 chunks at one row), from 16 rows the 3-a-multiprocessor kernels on grids
+    /// of at most 396; every grid within the scratch; f32 and heads of 256 keep the 528 rule and
+    /// 16 chunks.
     #[test]
     fn attention_d128_grids() {
         let (width, nhg, most) = attention_split(4, 128, 2, 8256).unwrap();
-        assert_eq!((width, nhg, most), (128, 1, 16));
-        let aim = attention_aim(width, 2, attention_wide(width, 2, 8));
-        assert_eq!(aim, ATT_D128_BLOCKS);
-        for (rows, want) in [(1, 16), (2, 16), (4, 12), (8, 6), (16, 3), (32, 1), (64, 1)] {
+        assert_eq!((width, nhg, most), (128, 1, 32));
+        for (rows, ahead, want) in
+            [(1, true, 32), (2, true, 16), (4, true, 8), (8, true, 4), (16, false, 3), (32, false, 1), (64, false, 1)]
+        {
             let per_chunk = rows * 8 * nhg;
+            assert!(!attention_wide(width, 2, per_chunk), "{rows} rows");
+            assert_eq!(attention_ahead(width, 2, per_chunk), ahead, "{rows} rows");
+            let aim = attention_aim(width, 2, per_chunk);
+            assert_eq!(aim, if ahead { ATT_AHEAD_BLOCKS } else { ATT_D128_BLOCKS }, "{rows} rows");
             let (nsplit, chunk) = attention_grid(per_chunk, most, 8256, aim);
             assert_eq!(nsplit, want, "{rows} rows");
-            assert!(nsplit * per_chunk <= ATT_D128_BLOCKS || nsplit == 1, "{rows} rows: {nsplit} chunks");
+            assert!(nsplit * per_chunk <= aim || nsplit == 1, "{rows} rows: {nsplit} chunks");
             assert!(nsplit * chunk >= 8256, "{rows} rows: {nsplit} x {chunk} leave keys out");
             assert!(nsplit <= attention_grid(per_chunk, most, 8256, ATT_BLOCKS).0, "{rows} rows: the scratch");
         }
-        assert_eq!(attention_aim(128, 4, false), ATT_BLOCKS, "f32");
-        assert_eq!(attention_aim(256, 2, false), ATT_BLOCKS, "heads of 256");
+        assert_eq!(attention_split(4, 128, 4, 8256).unwrap().2, 16, "f32: 16 chunks");
+        assert_eq!(attention_aim(128, 4, 8), ATT_BLOCKS, "f32");
+        assert!(!attention_ahead(128, 4, 8), "f32");
+        assert_eq!(attention_aim(256, 2, 8), ATT_BLOCKS, "heads of 256");
+        assert_eq!(attention_split(4, 256, 2, 8256).unwrap().2, 16, "heads of 256: 16 chunks");
     }
 
     /// The 8-warp kernels at the Llama-3.2-1B shape and a cache of 8,256: every decode batch up
@@ -829,7 +872,7 @@ mod tests {
         for (rows, chunks) in [(1, 16), (2, 16), (4, 8), (8, 4), (16, 2), (32, 1)] {
             let per_chunk = rows * 8 * nhg;
             assert!(attention_wide(width, 2, per_chunk), "{rows} rows");
-            let (nsplit, chunk) = attention_grid(per_chunk, most, 8256, attention_aim(width, 2, true));
+            let (nsplit, chunk) = attention_grid(per_chunk, most, 8256, attention_aim(width, 2, per_chunk));
             assert_eq!(nsplit, chunks, "{rows} rows");
             assert!(nsplit * per_chunk <= ATT_WIDE_BLOCKS, "{rows} rows: {nsplit} chunks");
             assert!(nsplit * chunk >= 8256, "{rows} rows: {nsplit} x {chunk} leave keys out");
