@@ -492,8 +492,9 @@ __device__ void attention(const typename E::T* q, const typename E::T* kc, const
     };
 
     Grp G;
-    // FUSE with PF (the 16-bit d64 kernels): the first group's loads go out before the queries
-    // are formed (they do not depend on them), so their latency overlaps the loads of qkv.
+    // FUSE with PF (the 16-bit d64 and d128pf kernels): the first group's loads go out before
+    // the queries are formed (they do not depend on them), so their latency overlaps the loads
+    // of qkv.
     DECODE_TRACE(9, n, 0, 0);
     if (FUSE && PF && w < (n + GK - 1) / GK) load(G, w);
     if constexpr (PDL) {
@@ -884,7 +885,7 @@ __device__ void attention(const typename E::T* q, const typename E::T* kc, const
 // hold (MINB; 4: at most 128 registers a thread, which d64 with PF and d128 fit with no
 // spills). See bench/attention_probe.cu for the variants timed. The fused d128 16-bit kernels
 // hold 3 (at most 168 registers; they take 150; gpu.rs sizes their grids to match:
-// ATT_D128_BLOCKS): at 128 the substitution of the new key and value (`patch`) spilled 76
+// ATT_D128_BLOCKS; small grids take attention_rope_d128pf, below): at 128 the substitution of the new key and value (`patch`) spilled 76
 // bytes into the key loop. Measured on an H200 at Llama-3.1-8B's shape (docs/gpu-runs/
 // 2026-11-29b-d128/), the fused step took 3% less at batch 1, position 8,000 and 10% less at
 // batch 32, position 8,000 than with 4 (spilling) on grids of 528.

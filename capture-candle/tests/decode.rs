@@ -287,7 +287,7 @@ fn attention_over_the_valid_prefix_matches_plain_attention_gpu() {
 /// blocks hold the new key), heads narrower than the kernel's width (72, 136), the new key at
 /// the start of the prefix, at key 11 of a group (the second half of a group in the kernels
 /// that take 16 keys a group), at the first key of a later chunk (250 and 500: the GPU call's
-/// cache of 3,000 gives chunks of 250 keys) and inside one, an inactive row (row 5: it writes
+/// cache of 3,000 gives chunks of 250 keys at up to 16 blocks a chunk) and inside one, an inactive row (row 5: it writes
 /// nothing and reads the cache as it is) and a row past the cache (the last: nothing written,
 /// the queries rotated at the last row). `pos` holds 7 positions below `s`; the eighth row is
 /// at `s`. `nk` key heads; the 8 rows `reps` times over (on CUDA, more blocks a chunk take other
@@ -356,8 +356,9 @@ fn qkv_attention_equals_rope_write_then_attention() {
 fn qkv_attention_equals_rope_write_then_attention_gpu() {
     if let Some(d) = gpu() {
         qkv_attention(&d, &[64, 72, 128, 136, 256], 3000, [0, 11, 250, 256, 500, 2047, 2987], 2, 1);
-        // Heads of 128 at 80 and 160 blocks a chunk (the 3-a-multiprocessor kernels), and at 8
-        // and 16 over a cache of 8,256 (the kernels that load ahead, up to 32 chunks of 258 keys).
+        // Heads of 128 at 80 and 160 blocks a chunk (the 3-a-multiprocessor kernels; 136 takes
+        // the d256 kernels), and at 8 and 16 over a cache of 8,256 (the kernels that load
+        // ahead, up to 32 chunks of at most 258 keys).
         qkv_attention(&d, &[128, 136], 3000, [0, 11, 250, 256, 500, 2047, 2987], 2, 5);
         qkv_attention(&d, &[128], 8256, [0, 11, 258, 4000, 7990, 8100, 8255], 1, 1);
     }

@@ -147,6 +147,8 @@ const ATT_BLOCKS: usize = 528;
 /// (`attention_rope_d128_{bf16,f16}`, which hold 3 a multiprocessor: at 4 they spilled; see
 /// the entry points in kernels/decode.cu), and for the plain ones at that width, which follow
 /// the same rule so that the two give the same bits: one wave of 3 on 132 multiprocessors.
+/// Launches of at most [`ATT_AHEAD_MAX_BLOCKS`] blocks a chunk take the kernels that load
+/// ahead, on [`ATT_AHEAD_BLOCKS`], instead.
 ///
 /// Measured on an H200 at Llama-3.1-8B's shape (32 layers, 8 key heads of 128; `llama_bench
 /// --config llama-3.1-8b`, docs/gpu-runs/2026-11-29b-d128/, run 153), ms a fused step against
