@@ -3,6 +3,7 @@
 //! alternated round by round in one process, at batch 1 and 8 and positions 64 and 2,000;
 //! then a breakdown of the fused step into sub-graphs of one class of operations each.
 //! Issue #32 adds sampled decoding, batch 32, long positions, and the `Generator` protocol.
+//! `--config` names another config of `Config::named`: `llama-3.1-8b` for heads of 128.
 //!
 //! ```text
 //! llama_bench [--config NAME] [--rounds R] [--tokens N] [--max-seq S] [--batches 1,8] [--positions 64,2000]
