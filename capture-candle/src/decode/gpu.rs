@@ -215,11 +215,17 @@ const ATT_WIDE_BLOCKS: usize = 264;
 fn attention_wide(width: usize, elem: usize, per_chunk: usize) -> bool {
     width == 64 && elem == 2 && per_chunk <= ATT_WIDE_BLOCKS
 }
+/// Whether a launch at width `width` in `elem`-byte elements takes the 16-bit kernels for
+/// heads of 128 (`attention_rope_d128`/`d128pf` fused, `attention_d128` plain), whose grids and
+/// chunks have rules of their own ([`ATT_D128_BLOCKS`], [`ATT_MOST_SPLITS_D128`]).
+fn attention_d128_16bit(width: usize, elem: usize) -> bool {
+    width == 128 && elem == 2
+}
 /// Whether a fused launch with `per_chunk` blocks a chunk takes the d128 kernels that load
 /// ahead ([`ATT_AHEAD_MAX_BLOCKS`]): 16-bit heads of 128. The plain kernels take the same
 /// chunks ([`attention_aim`]), so that fused and plain give the same bits.
 fn attention_ahead(width: usize, elem: usize, per_chunk: usize) -> bool {
-    width == 128 && elem == 2 && per_chunk <= ATT_AHEAD_MAX_BLOCKS
+    attention_d128_16bit(width, elem) && per_chunk <= ATT_AHEAD_MAX_BLOCKS
 }
 /// The shortest chunk, in keys (the kernel rounds chunks up to a multiple of 64: 16 keys for
 /// each of its 4 warps; the 8-warp kernels leave half their warps idle on a chunk of 64).
@@ -246,7 +252,7 @@ pub(crate) fn attention_split(g: usize, dim: usize, elem: usize, max_seq: usize)
     } else {
         256
     };
-    let cap = if width == 128 && elem == 2 { ATT_MOST_SPLITS_D128 } else { ATT_MOST_SPLITS };
+    let cap = if attention_d128_16bit(width, elem) { ATT_MOST_SPLITS_D128 } else { ATT_MOST_SPLITS };
     let most = cap.min(max_seq.div_ceil(ATT_MIN_CHUNK)).max(1);
     Some((width, g.div_ceil(ATT_HEADS), most))
 }
@@ -261,7 +267,7 @@ fn attention_aim(width: usize, elem: usize, per_chunk: usize) -> usize {
         ATT_WIDE_BLOCKS
     } else if attention_ahead(width, elem, per_chunk) {
         ATT_AHEAD_BLOCKS
-    } else if width == 128 && elem == 2 {
+    } else if attention_d128_16bit(width, elem) {
         ATT_D128_BLOCKS
     } else {
         ATT_BLOCKS

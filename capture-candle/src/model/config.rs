@@ -791,8 +791,8 @@ impl Config {
         }
     }
 
-    /// A config by name: `llama-3.2-1b`, `llama-3.1-8b`, `qwen2.5-0.5b`, or `tiny-llama` / `tiny-qwen2`
-    /// (2 layers, hidden 64: for tests on the CPU).
+    /// A config by name: `llama-3.2-1b`, `llama-3.1-8b`, `qwen2.5-0.5b`, or `tiny-llama` /
+    /// `tiny-qwen2` (2 layers, hidden 64: for tests on the CPU).
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] for another name, listing these.
