@@ -20,6 +20,7 @@
 #   bash scripts/gpu_issue32.sh attention    # bench/attention_chain_probe.cu: what RoPE + attention costs the batch-1 chain, and its traced build
 #   bash scripts/gpu_issue32.sh batches      # transformers' goldens at batches of 1-8 rows (real shapes too); the projection past 96 KB
 #   bash scripts/gpu_issue32.sh variants     # llama_bench against llama_bench_NAME builds (VARIANTS), alternated, BATCHES at 64/2000/8000
+#   bash scripts/gpu_issue32.sh sanitize     # compute-sanitizer (TOOLS) on a staged test binary (BIN, FILTER), KERNELS: a substring of the kernels to check
 #   bash scripts/gpu_issue32.sh final        # A/B/A: llama_bench (sampled, batches 1/8/32, positions to 8,000), PyTorch default compile, llama_bench
 #   bash scripts/gpu_issue32.sh pdl          # programmatic dependent launch: bench/pdl_gemv_probe.cu, the model's PDL test,
 #                                            #   then llama_bench's fused step against its plain-launch twin (batches 1, 2, 8; positions 64, 2000);
@@ -264,6 +265,20 @@ case "$1" in
         b=$(one model); echo "=== model, every test ($b)"
         timeout 200 "$b" --include-ignored --test-threads=1 2>&1 | tail -40; [ "${PIPESTATUS[0]}" = 0 ] || failed "model (every test)"
       fi
+    } 2>&1 | tee "$out/$tag.txt"
+    ;;
+  sanitize)
+    # compute-sanitizer (TOOLS: memcheck racecheck) on a staged test binary (BIN: decode), its
+    # tests matching FILTER (attention), with the GPU ones; KERNELS (a substring, e.g. d128)
+    # instruments only the kernels whose names match, so the others run at full speed.
+    b=$(one "${BIN:-decode}")
+    { compute-sanitizer --version | head -2
+      for tool in ${TOOLS:-memcheck racecheck}; do
+        echo "=== $tool ${KERNELS:+(kernels matching ${KERNELS}) }$b ${FILTER:-attention}"
+        timeout ${LIMIT:-280} compute-sanitizer --tool "$tool" --error-exitcode 9 --print-limit 20 \
+          ${KERNELS:+--kernel-name kns=$KERNELS} "$b" --include-ignored --test-threads=1 ${FILTER:-attention} \
+          || failed "$tool (exit $?)"
+      done
     } 2>&1 | tee "$out/$tag.txt"
     ;;
   *) echo "unknown mode $1"; exit 2 ;;

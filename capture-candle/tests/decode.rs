@@ -358,9 +358,10 @@ fn qkv_attention_equals_rope_write_then_attention_gpu() {
         qkv_attention(&d, &[64, 72, 128, 136, 256], 3000, [0, 11, 250, 256, 500, 2047, 2987], 2, 1);
         // Heads of 128 at 80 and 160 blocks a chunk (the 3-a-multiprocessor kernels; 136 takes
         // the d256 kernels), and at 8 and 16 over a cache of 8,256 (the kernels that load
-        // ahead, up to 32 chunks of at most 258 keys).
+        // ahead, up to 32 chunks of at most 258 keys; at 7,936 the new key is the first of the
+        // 32nd chunk of 256).
         qkv_attention(&d, &[128, 136], 3000, [0, 11, 250, 256, 500, 2047, 2987], 2, 5);
-        qkv_attention(&d, &[128], 8256, [0, 11, 258, 4000, 7990, 8100, 8255], 1, 1);
+        qkv_attention(&d, &[128], 8256, [0, 11, 258, 7936, 7990, 8100, 8255], 1, 1);
     }
 }
 

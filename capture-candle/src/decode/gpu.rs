@@ -215,17 +215,22 @@ const ATT_WIDE_BLOCKS: usize = 264;
 fn attention_wide(width: usize, elem: usize, per_chunk: usize) -> bool {
     width == 64 && elem == 2 && per_chunk <= ATT_WIDE_BLOCKS
 }
-/// Whether a launch at width `width` in `elem`-byte elements takes the 16-bit kernels for
-/// heads of 128 (`attention_rope_d128`/`d128pf` fused, `attention_d128` plain), whose grids and
-/// chunks have rules of their own ([`ATT_D128_BLOCKS`], [`ATT_MOST_SPLITS_D128`]).
-fn attention_d128_16bit(width: usize, elem: usize) -> bool {
-    width == 128 && elem == 2
+/// Whether a launch at width `width` in `elem`-byte elements with `t` tokens a row takes the
+/// rules of the 16-bit decode kernels for heads of 128 ([`ATT_D128_BLOCKS`],
+/// [`ATT_MOST_SPLITS_D128`], [`ATT_AHEAD_MAX_BLOCKS`]): one token a row, as the fused kernels
+/// (`attention_rope_d128`/`d128pf`) take, and their plain peers (`attention_d128`), which
+/// must give the same bits. Plain launches of several tokens a row (a prefill chunk, a draft
+/// to verify) keep [`ATT_BLOCKS`] and [`ATT_MOST_SPLITS`], the rules they had before the
+/// d128 kernels had their own; those were measured on decode steps only.
+fn attention_d128_16bit(width: usize, elem: usize, t: usize) -> bool {
+    width == 128 && elem == 2 && t == 1
 }
 /// Whether a fused launch with `per_chunk` blocks a chunk takes the d128 kernels that load
-/// ahead ([`ATT_AHEAD_MAX_BLOCKS`]): 16-bit heads of 128. The plain kernels take the same
-/// chunks ([`attention_aim`]), so that fused and plain give the same bits.
-fn attention_ahead(width: usize, elem: usize, per_chunk: usize) -> bool {
-    attention_d128_16bit(width, elem) && per_chunk <= ATT_AHEAD_MAX_BLOCKS
+/// ahead ([`ATT_AHEAD_MAX_BLOCKS`]): 16-bit heads of 128, one token a row
+/// ([`attention_d128_16bit`]). The plain kernels take the same chunks ([`attention_aim`]), so
+/// that fused and plain give the same bits.
+fn attention_ahead(width: usize, elem: usize, t: usize, per_chunk: usize) -> bool {
+    attention_d128_16bit(width, elem, t) && per_chunk <= ATT_AHEAD_MAX_BLOCKS
 }
 /// The shortest chunk, in keys (the kernel rounds chunks up to a multiple of 64: 16 keys for
 /// each of its 4 warps; the 8-warp kernels leave half their warps idle on a chunk of 64).
@@ -235,13 +240,20 @@ fn attention_ahead(width: usize, elem: usize, per_chunk: usize) -> bool {
 const ATT_MIN_CHUNK: usize = 256;
 
 /// The attention kernel for `g` query heads per key head of `dim` elements of `elem` bytes
-/// over a cache of `max_seq`: its width (the entry point `attention_d{64,128,256}`), the head
-/// groups (blocks per key head) and the most chunks the prefix may be cut into
-/// ([`ATT_MOST_SPLITS`], [`ATT_MOST_SPLITS_D128`] for 16-bit heads of 128); `None` for a shape
-/// it does not take (`dim` not a multiple of 8 or above 256, `g` 0 or above 16). Every launch
+/// over a cache of `max_seq`, `t` tokens a row: its width (the entry point
+/// `attention_d{64,128,256}`), the head groups (blocks per key head) and the most chunks the
+/// prefix may be cut into ([`ATT_MOST_SPLITS`], [`ATT_MOST_SPLITS_D128`] where
+/// [`attention_d128_16bit`]); `None` for a shape it does not take (`dim` not a multiple of 8
+/// or above 256, `g` 0 or above 16). Every launch
 /// fits the static shared memory (at most about 31 KB, `attention_rope_d256_f32`; 25 KB
 /// without the fused input stage); there is no dynamic part.
-pub(crate) fn attention_split(g: usize, dim: usize, elem: usize, max_seq: usize) -> Option<(usize, usize, usize)> {
+pub(crate) fn attention_split(
+    g: usize,
+    dim: usize,
+    elem: usize,
+    t: usize,
+    max_seq: usize,
+) -> Option<(usize, usize, usize)> {
     if g == 0 || g > 16 || dim == 0 || !dim.is_multiple_of(8) || dim > 256 {
         return None;
     }
@@ -252,22 +264,22 @@ pub(crate) fn attention_split(g: usize, dim: usize, elem: usize, max_seq: usize)
     } else {
         256
     };
-    let cap = if attention_d128_16bit(width, elem) { ATT_MOST_SPLITS_D128 } else { ATT_MOST_SPLITS };
+    let cap = if attention_d128_16bit(width, elem, t) { ATT_MOST_SPLITS_D128 } else { ATT_MOST_SPLITS };
     let most = cap.min(max_seq.div_ceil(ATT_MIN_CHUNK)).max(1);
     Some((width, g.div_ceil(ATT_HEADS), most))
 }
 
 /// The blocks a launch's grid aims at ([`attention_grid`]) for `per_chunk` blocks a chunk at
-/// width `width` in `elem`-byte elements: [`ATT_WIDE_BLOCKS`] for the 8-warp kernels
-/// ([`attention_wide`]), [`ATT_AHEAD_BLOCKS`] for the d128 kernels that load ahead
-/// ([`attention_ahead`]), [`ATT_D128_BLOCKS`] for the other 16-bit heads of 128, else
-/// [`ATT_BLOCKS`] (the most: the scratch is sized for it).
-fn attention_aim(width: usize, elem: usize, per_chunk: usize) -> usize {
+/// width `width` in `elem`-byte elements, `t` tokens a row: [`ATT_WIDE_BLOCKS`] for the 8-warp
+/// kernels ([`attention_wide`]), [`ATT_AHEAD_BLOCKS`] for the d128 kernels that load ahead
+/// ([`attention_ahead`]), [`ATT_D128_BLOCKS`] for the other launches of
+/// [`attention_d128_16bit`], else [`ATT_BLOCKS`] (the most: the scratch is sized for it).
+fn attention_aim(width: usize, elem: usize, t: usize, per_chunk: usize) -> usize {
     if attention_wide(width, elem, per_chunk) {
         ATT_WIDE_BLOCKS
-    } else if attention_ahead(width, elem, per_chunk) {
+    } else if attention_ahead(width, elem, t, per_chunk) {
         ATT_AHEAD_BLOCKS
-    } else if attention_d128_16bit(width, elem) {
+    } else if attention_d128_16bit(width, elem, t) {
         ATT_D128_BLOCKS
     } else {
         ATT_BLOCKS
@@ -326,7 +338,7 @@ pub(crate) fn attention_scratch_len(
     (nk, max_seq): (usize, usize),
 ) -> Option<usize> {
     // 16-bit elements: the most chunks any type takes.
-    let (_, nhg, most) = attention_split(nq / nk.max(1), dim, 2, max_seq)?;
+    let (_, nhg, most) = attention_split(nq / nk.max(1), dim, 2, t, max_seq)?;
     let (nsplit, _) = attention_grid(b * nk * nhg * t, most, max_seq, ATT_BLOCKS);
     Some(b * nq * t * nsplit * (dim + 4))
 }
@@ -369,7 +381,7 @@ pub(crate) fn attention(
     }
     let g = nq / nk;
     let elem = q.dtype().size_in_bytes();
-    let Some((width, nhg, most)) = attention_split(g, dim, elem, max_seq) else {
+    let Some((width, nhg, most)) = attention_split(g, dim, elem, t, max_seq) else {
         candle_core::bail!("attention: {g} query heads per key head of {dim} are not a shape the kernel takes");
     };
     let Ok(grid_x) = u32::try_from(b * nk * nhg) else {
@@ -377,7 +389,7 @@ pub(crate) fn attention(
     };
     let per_chunk = b * nk * nhg * t;
     let wide = attention_wide(width, elem, per_chunk);
-    let (nsplit, max_chunk) = attention_grid(per_chunk, most, max_seq, attention_aim(width, elem, per_chunk));
+    let (nsplit, max_chunk) = attention_grid(per_chunk, most, max_seq, attention_aim(width, elem, t, per_chunk));
     // The counters the last block of each (row, head, token) finds: the cache's own (kept
     // at 0 by the kernel), or fresh zeros for a call with more token rows than they cover.
     let fresh;
@@ -442,7 +454,7 @@ pub(crate) fn attention(
                 addr(Some(v))?,
                 addr(Some(f.overflow))?,
             ]);
-            let ahead = if attention_ahead(width, elem, per_chunk) { "pf" } else { "" };
+            let ahead = if attention_ahead(width, elem, t, per_chunk) { "pf" } else { "" };
             format!("attention_rope_d{width}{w8}{ahead}")
         }
     };
@@ -826,7 +838,7 @@ mod tests {
     /// is one chunk deep.
     #[test]
     fn attention_grids() {
-        let (_, nhg, most) = attention_split(4, 64, 2, 8256).unwrap();
+        let (_, nhg, most) = attention_split(4, 64, 2, 1, 8256).unwrap();
         assert_eq!((nhg, most), (1, 16));
         for (rows, want) in [(1, 16), (2, 16), (4, 16), (8, 8), (16, 4), (32, 2), (64, 1), (128, 1)] {
             let (nsplit, chunk) = attention_grid(rows * 8 * nhg, most, 8256, ATT_BLOCKS);
@@ -835,9 +847,9 @@ mod tests {
             assert!(nsplit * chunk >= 8256, "{rows} rows: {nsplit} x {chunk} leave keys out");
         }
         assert_eq!(attention_grid(8 * 256, most, 8256, ATT_BLOCKS).0, 1, "a 256-token prefill chunk");
-        let (_, _, short) = attention_split(4, 64, 2, 300).unwrap();
+        let (_, _, short) = attention_split(4, 64, 2, 1, 300).unwrap();
         assert_eq!(attention_grid(8, short, 300, ATT_BLOCKS), (2, 150));
-        assert_eq!(attention_split(7, 64, 2, 8256).unwrap().1, 2, "7 query heads a key head: 2 groups of 4");
+        assert_eq!(attention_split(7, 64, 2, 1, 8256).unwrap().1, 2, "7 query heads a key head: 2 groups of 4");
     }
 
     /// The 16-bit kernels with heads of 128 at Llama-3.1-8B's shape (8 key heads, 4 query heads
@@ -847,15 +859,15 @@ mod tests {
     /// 16 chunks.
     #[test]
     fn attention_d128_grids() {
-        let (width, nhg, most) = attention_split(4, 128, 2, 8256).unwrap();
+        let (width, nhg, most) = attention_split(4, 128, 2, 1, 8256).unwrap();
         assert_eq!((width, nhg, most), (128, 1, 32));
         for (rows, ahead, want) in
             [(1, true, 32), (2, true, 16), (4, true, 8), (8, true, 4), (16, false, 3), (32, false, 1), (64, false, 1)]
         {
             let per_chunk = rows * 8 * nhg;
             assert!(!attention_wide(width, 2, per_chunk), "{rows} rows");
-            assert_eq!(attention_ahead(width, 2, per_chunk), ahead, "{rows} rows");
-            let aim = attention_aim(width, 2, per_chunk);
+            assert_eq!(attention_ahead(width, 2, 1, per_chunk), ahead, "{rows} rows");
+            let aim = attention_aim(width, 2, 1, per_chunk);
             assert_eq!(aim, if ahead { ATT_AHEAD_BLOCKS } else { ATT_D128_BLOCKS }, "{rows} rows");
             let (nsplit, chunk) = attention_grid(per_chunk, most, 8256, aim);
             assert_eq!(nsplit, want, "{rows} rows");
@@ -863,11 +875,16 @@ mod tests {
             assert!(nsplit * chunk >= 8256, "{rows} rows: {nsplit} x {chunk} leave keys out");
             assert!(nsplit <= attention_grid(per_chunk, most, 8256, ATT_BLOCKS).0, "{rows} rows: the scratch");
         }
-        assert_eq!(attention_split(4, 128, 4, 8256).unwrap().2, 16, "f32: 16 chunks");
-        assert_eq!(attention_aim(128, 4, 8), ATT_BLOCKS, "f32");
-        assert!(!attention_ahead(128, 4, 8), "f32");
-        assert_eq!(attention_aim(256, 2, 8), ATT_BLOCKS, "heads of 256");
-        assert_eq!(attention_split(4, 256, 2, 8256).unwrap().2, 16, "heads of 256: 16 chunks");
+        assert_eq!(attention_split(4, 128, 4, 1, 8256).unwrap().2, 16, "f32: 16 chunks");
+        assert_eq!(attention_aim(128, 4, 1, 8), ATT_BLOCKS, "f32");
+        assert!(!attention_ahead(128, 4, 1, 8), "f32");
+        assert_eq!(attention_aim(256, 2, 1, 8), ATT_BLOCKS, "heads of 256");
+        assert_eq!(attention_split(4, 256, 2, 1, 8256).unwrap().2, 16, "heads of 256: 16 chunks");
+        // Several tokens a row (plain kernels only): the 528 rule and 16 chunks, as before.
+        assert_eq!(attention_split(4, 128, 2, 8, 8256).unwrap().2, 16, "8 tokens a row: 16 chunks");
+        assert!(!attention_ahead(128, 2, 8, 64), "8 tokens a row");
+        assert_eq!(attention_aim(128, 2, 8, 64), ATT_BLOCKS, "8 tokens a row");
+        assert_eq!(attention_grid(64, 16, 8256, attention_aim(128, 2, 8, 64)).0, 8, "1 row x 8 tokens");
     }
 
     /// The 8-warp kernels at the Llama-3.2-1B shape and a cache of 8,256: every decode batch up
@@ -876,11 +893,11 @@ mod tests {
     /// of 64.
     #[test]
     fn attention_wide_grids() {
-        let (width, nhg, most) = attention_split(4, 64, 2, 8256).unwrap();
+        let (width, nhg, most) = attention_split(4, 64, 2, 1, 8256).unwrap();
         for (rows, chunks) in [(1, 16), (2, 16), (4, 8), (8, 4), (16, 2), (32, 1)] {
             let per_chunk = rows * 8 * nhg;
             assert!(attention_wide(width, 2, per_chunk), "{rows} rows");
-            let (nsplit, chunk) = attention_grid(per_chunk, most, 8256, attention_aim(width, 2, per_chunk));
+            let (nsplit, chunk) = attention_grid(per_chunk, most, 8256, attention_aim(width, 2, 1, per_chunk));
             assert_eq!(nsplit, chunks, "{rows} rows");
             assert!(nsplit * per_chunk <= ATT_WIDE_BLOCKS, "{rows} rows: {nsplit} chunks");
             assert!(nsplit * chunk >= 8256, "{rows} rows: {nsplit} x {chunk} leave keys out");

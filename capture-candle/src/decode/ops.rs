@@ -327,7 +327,7 @@ fn attention_limits(
         return Err(Error::invalid("attention scale", scale, "a finite number"));
     }
     fits_u32(op, "batch * kv_heads", cache.batch() * nk)?;
-    let split = gpu::attention_split(q_heads / nk, dim, dtype.size_in_bytes(), s);
+    let split = gpu::attention_split(q_heads / nk, dim, dtype.size_in_bytes(), tokens, s);
     let takes = dim % 8 == 0 && dim <= 256 && split.is_some();
     if matches!(on, On::Cuda) && !takes {
         return Err(Error::operands(
