@@ -912,10 +912,10 @@ __device__ void attention(const typename E::T* q, const typename E::T* kc, const
 // attention_rope_d128pf_*: the fused 16-bit d128 kernels with the next group's loads issued
 // ahead (PF), at most 2 blocks a multiprocessor (229 registers by `ptxas -v`, no spills): gpu.rs
 // takes them for grids of at most ATT_AHEAD_MAX_BLOCKS blocks a chunk (decode batches of up to
-// 8 rows at 8 key heads), on grids of at most 264 blocks, where a multiprocessor holds one or
+// 16 rows at 8 key heads), on grids of at most 264 blocks, where a multiprocessor holds one or
 // two blocks and the loads ahead keep more of the cache in flight. The same sums as
 // attention_rope_d128 (the plain d128 kernels follow the same chunks). Measured on an H200 at
-// Llama-3.1-8B's shape (docs/gpu-runs/2026-11-29b-d128/, run 157).
+// Llama-3.1-8B's shape (docs/gpu-runs/2026-11-29b-d128/ run 157, 2026-11-29c-d128/ run 160).
 #define INSTANTIATE_ATT_ROPE_AHEAD(E, SUF)                                                                  \
     extern "C" __global__ void __launch_bounds__(ATT_WARPS * 32, 2)                                       \
         attention_rope_d128pf_##SUF(ATT_FUSE_ARGS(E)) {                                                  \

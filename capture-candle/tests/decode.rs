@@ -291,7 +291,7 @@ fn attention_over_the_valid_prefix_matches_plain_attention_gpu() {
 /// nothing and reads the cache as it is) and a row past the cache (the last: nothing written,
 /// the queries rotated at the last row). `pos` holds 7 positions below `s`; the eighth row is
 /// at `s`. `nk` key heads; the 8 rows `reps` times over (on CUDA, more blocks a chunk take other
-/// kernels: `attention_rope_d128pf` up to 64, `attention_rope_d128` past it).
+/// kernels: `attention_rope_d128pf` up to 128, `attention_rope_d128` past it).
 fn qkv_attention(dev: &Device, dims: &[usize], s: usize, below: [u32; 7], nk: usize, reps: usize) {
     let b = 8 * reps;
     let mut eight = [s as u32; 8];
@@ -356,11 +356,11 @@ fn qkv_attention_equals_rope_write_then_attention() {
 fn qkv_attention_equals_rope_write_then_attention_gpu() {
     if let Some(d) = gpu() {
         qkv_attention(&d, &[64, 72, 128, 136, 256], 3000, [0, 11, 250, 256, 500, 2047, 2987], 2, 1);
-        // Heads of 128 at 80 and 160 blocks a chunk (the 3-a-multiprocessor kernels; 136 takes
+        // Heads of 128 at 160 and 320 blocks a chunk (the 3-a-multiprocessor kernels; 136 takes
         // the d256 kernels), and at 8 and 16 over a cache of 8,256 (the kernels that load
         // ahead, up to 32 chunks of at most 258 keys; at 7,936 the new key is the first of the
         // 32nd chunk of 256).
-        qkv_attention(&d, &[128, 136], 3000, [0, 11, 250, 256, 500, 2047, 2987], 2, 5);
+        qkv_attention(&d, &[128, 136], 3000, [0, 11, 250, 256, 500, 2047, 2987], 4, 5);
         qkv_attention(&d, &[128], 8256, [0, 11, 258, 7936, 7990, 8100, 8255], 1, 1);
     }
 }

@@ -173,13 +173,14 @@ const ATT_MOST_SPLITS_D128: usize = 32;
 const _: () = assert!(ATT_MOST_SPLITS_D128 <= ATT_MAX_SPLITS, "the kernel combines at most ATT_MAX_SPLITS chunks");
 /// The most blocks a chunk (rows x key heads x head groups x tokens) at which 16-bit heads of
 /// 128 take the fused kernels that load the next group ahead (`attention_rope_d128pf_*`, 2 a
-/// multiprocessor), on grids of [`ATT_AHEAD_BLOCKS`]: decode batches of up to 8 rows at 8 key
+/// multiprocessor), on grids of [`ATT_AHEAD_BLOCKS`]: decode batches of up to 16 rows at 8 key
 /// heads. Measured on an H200 at Llama-3.1-8B's shape, ms a fused step against the
 /// 3-a-multiprocessor kernels on [`ATT_D128_BLOCKS`]: batch 8, 6.812-6.825 against 6.900-6.903
-/// at position 8,000 and 5.237-5.244 against 5.322-5.332 at 2,000 (run 157); batch 32 (256
-/// blocks a chunk), 12.853-12.875 against 12.327-12.363 at 8,000 (run 153): slower. Batch 16
-/// was not measured and stays with the 3-a-multiprocessor kernels.
-const ATT_AHEAD_MAX_BLOCKS: usize = 64;
+/// at position 8,000 and 5.237-5.244 against 5.322-5.332 at 2,000 (run 157); batch 16 (128
+/// blocks a chunk: 2 chunks against 3), 8.786-8.813 against 8.834-8.850 at 8,000 and
+/// 5.674-5.676 against 5.694-5.698 at 2,000, level at 64 (run 160, two rounds each); batch 32
+/// (256 blocks a chunk), 12.853-12.875 against 12.327-12.363 at 8,000 (run 153): slower.
+const ATT_AHEAD_MAX_BLOCKS: usize = 128;
 /// Blocks the grid aims at for the kernels that load ahead (2 a multiprocessor, 132
 /// multiprocessors).
 const ATT_AHEAD_BLOCKS: usize = 264;
@@ -853,16 +854,16 @@ mod tests {
     }
 
     /// The 16-bit kernels with heads of 128 at Llama-3.1-8B's shape (8 key heads, 4 query heads
-    /// each) and a cache of 8,256: up to 8 rows the kernels that load ahead on grids of at most
-    /// 264 blocks (32 chunks at one row), from 16 rows the 3-a-multiprocessor kernels on grids
-    /// of at most 396; every grid within the scratch; f32 and heads of 256 keep the 528 rule and
+    /// each) and a cache of 8,256: up to 16 rows the kernels that load ahead on grids of at
+    /// most 264 blocks (32 chunks at one row), from 32 rows the 3-a-multiprocessor kernels on
+    /// grids of at most 396; every grid within the scratch; f32 and heads of 256 keep the 528 rule and
     /// 16 chunks.
     #[test]
     fn attention_d128_grids() {
         let (width, nhg, most) = attention_split(4, 128, 2, 1, 8256).unwrap();
         assert_eq!((width, nhg, most), (128, 1, 32));
         for (rows, ahead, want) in
-            [(1, true, 32), (2, true, 16), (4, true, 8), (8, true, 4), (16, false, 3), (32, false, 1), (64, false, 1)]
+            [(1, true, 32), (2, true, 16), (4, true, 8), (8, true, 4), (16, true, 2), (32, false, 1), (64, false, 1)]
         {
             let per_chunk = rows * 8 * nhg;
             assert!(!attention_wide(width, 2, per_chunk), "{rows} rows");
