@@ -81,7 +81,8 @@ static cudaError_t launch_ex(bool pdl, F f, dim3 grid, u32 threads, u32 smem, A.
 // The crate's batch-1 bf16 GEMV (decode.cu, included before this file) with decode.cu's DIAG
 // pieces taken out (bench/gemv_probe.cu's variants): 1 no staging (f(x) = 1: no read of x, no
 // norm, no barrier but the one after it), 2 the products replaced by an XOR of the weights (x
-// not read in the loop), 3 both; 0 the crate's kernel.
+// not read in the loop), 3 both, 8 x staged in mode 0, 16 no block reduction in the norm; 0
+// the crate's kernel.
 template <bool GLU, u32 D>
 __global__ void __launch_bounds__(GEMV_MAX_THREADS, GEMV_MIN_BLOCKS)
     gemv_d(const u16* x, const u16* W, u32 N, u32 K, u32 mode, const u16* nw, float eps, const u16* residual, u16* y,

@@ -14,7 +14,12 @@
 //   gemv_d    (probe_host.cuh) the crate's `gemv` with decode.cu's DIAG pieces: 1 no staging of f(x), 2 the
 //             products replaced by an XOR of the weights, 3 both (the access pattern alone),
 //             8 x staged in shared memory in mode 0 as well (the output and down projections
-//             read it in place otherwise).
+//             read it in place otherwise), 16 the norm's block reduction skipped (each thread's
+//             own sum of squares stands in for the row's: what QKV and gate/up would save if
+//             the norm's statistics came ready-made).
+//   gemv_m    the crate's entry points with the mode fixed at compile time (gemv_m1 for QKV,
+//             gemv_m0 for O and down, gemv_glu_m1 for gate/up): the same sums, without the
+//             other modes' code.
 //   cgemv     the crate's GEMV (same launch, staging and summation order: the same bits) with
 //             each lane's weight words landing in a private ring of CS rounds in shared
 //             memory (cp.async) instead of registers, CS rounds issued before the wait.
@@ -677,6 +682,21 @@ int main() {
         if (on(3)) launch_ck(pd(3), gemv_d<false, D>, cd.grid, cd.threads, I * 2, (const u16*)g, (const u16*)W[l].d, H, I, 0u,
                           (const u16*)nullptr, 1e-5f, (const u16*)(a0 + I), a0, cd.ks);
     };
+    // The crate's GEMV entry points with the mode fixed at compile time (gemv_m1 for QKV,
+    // gemv_m0 for O and down, gemv_glu_m1 for gate/up): the same sums, without the other modes'
+    // code.
+    auto layer_gm = [&](int l, bool pdl, int only = -1) {
+        auto on = [&](int j) { return only < 0 || only == j; };
+        auto pd = [&](int j) { return pdl && (only < 0 ? l > 0 || j > 0 : l > 0); };
+        if (on(0)) launch_ck(pd(0), gemv_m1_bf16, cq.grid, cq.threads, H * 2, (const u16*)a0, (const u16*)W[l].qkv, 1u, QKV,
+                          H, 1u, (const u16*)nw, 1e-5f, (const u16*)nullptr, a1, cq.ks, (unsigned long long*)nullptr);
+        if (on(1)) launch_ck(pd(1), gemv_m0_bf16, co.grid, co.threads, H * 2, (const u16*)a1, (const u16*)W[l].o, 1u, H, H,
+                          0u, (const u16*)nullptr, 1e-5f, (const u16*)a0, a0 + I, co.ks, (unsigned long long*)nullptr);
+        if (on(2)) launch_ck(pd(2), gemv_glu_m1_bf16, cg.grid, cg.threads, H * 2, (const u16*)(a0 + I), (const u16*)W[l].gu,
+                          1u, I, H, 1u, (const u16*)nw, 1e-5f, g, cg.ks);
+        if (on(3)) launch_ck(pd(3), gemv_m0_bf16, cd.grid, cd.threads, I * 2, (const u16*)g, (const u16*)W[l].d, 1u, H, I,
+                          0u, (const u16*)nullptr, 1e-5f, (const u16*)(a0 + I), a0, cd.ks, (unsigned long long*)nullptr);
+    };
     auto cmp = [&](const char* name, const std::vector<u16>& r, const std::vector<u16>& s) {
         double mx = 0, md = 0;
         u64 diff = 0;
@@ -789,6 +809,9 @@ int main() {
         CK(cudaMemcpy(a0, x0.data(), H * 2, cudaMemcpyHostToDevice));
         for (u32 l = 0; l < L; ++l) layer_gd(U<8>{}, l, true);
         printf("16 layers: gemv_d<8> (x staged in mode 0) pdl %s the crate's gemv\n", eqg(d2h(a0, H)));
+        CK(cudaMemcpy(a0, x0.data(), H * 2, cudaMemcpyHostToDevice));
+        for (u32 l = 0; l < L; ++l) layer_gm(l, true);
+        printf("16 layers: gemv with its mode fixed (gemv_m0/m1) pdl %s the crate's gemv\n", eqg(d2h(a0, H)));
         auto run_ag = [&](auto ns, bool pdl) {
             CK(cudaMemcpy(a0, x0.data(), H * 2, cudaMemcpyHostToDevice));
             for (u32 l = 0; l < L; ++l) layer_ag(ns, l, pdl);
@@ -818,6 +841,9 @@ int main() {
         row("gemv DIAG 2 (XOR for products) pdl", time_graph(L, [&](int l) { layer_gd(U<2>{}, l, true); }));
         row("gemv DIAG 3 (both) pdl", time_graph(L, [&](int l) { layer_gd(U<3>{}, l, true); }));
         row("gemv DIAG 8 (x staged in mode 0) pdl", time_graph(L, [&](int l) { layer_gd(U<8>{}, l, true); }));
+        row("gemv DIAG 16 (no norm reduction) pdl", time_graph(L, [&](int l) { layer_gd(U<16>{}, l, true); }));
+        row("gemv mode fixed (gemv_m0/m1) pdl", time_graph(L, [&](int l) { layer_gm(l, true); }));
+        row("gemv pdl, again", time_graph(L, [&](int l) { layer_gemv(l, true); }));
         row("cgemv 1 pdl", time_graph(L, [&](int l) { layer_cg(U<1>{}, l, true); }));
         row("cgemv 2 pdl", time_graph(L, [&](int l) { layer_cg(U<2>{}, l, true); }));
         row("cgemv 3 pdl", time_graph(L, [&](int l) { layer_cg(U<3>{}, l, true); }));
@@ -835,8 +861,9 @@ int main() {
         row("agemv 6 pdl", time_graph(L, [&](int l) { layer_ag(U<6>{}, l, true); }));
         row("agemv 8 pdl", time_graph(L, [&](int l) { layer_ag(U<8>{}, l, true); }));
     }
-    printf("\n| product alone (16 launches, PDL), µs | MB | read-only | gemv | DIAG 1 | DIAG 2 | DIAG 3 | DIAG 8 | cgemv 3 | "
-           "cgemv 3 half | gemv half | sgemv 6 | agemv 6 | gemv TB/s |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    printf("\n| product alone (16 launches, PDL), µs | MB | read-only | gemv | DIAG 1 | DIAG 2 | DIAG 3 | DIAG 8 | DIAG 16 | mode fixed | "
+           "cgemv 3 | cgemv 3 half | gemv half | sgemv 6 | agemv 6 | gemv TB/s |\n"
+           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     const char* pn[] = {"QKV", "O", "gate/up", "down"};
     const double mb[] = {QKV * H * 2 / 1e6, H * H * 2 / 1e6, 2.0 * I * H * 2 / 1e6, (double)H * I * 2 / 1e6};
     for (int rep = 0; rep < 2; ++rep)
@@ -847,13 +874,16 @@ int main() {
             const double t2 = time_graph(L, [&](int l) { layer_gd(U<2>{}, l, true, j); }).med;
             const double t3 = time_graph(L, [&](int l) { layer_gd(U<3>{}, l, true, j); }).med;
             const double t8 = time_graph(L, [&](int l) { layer_gd(U<8>{}, l, true, j); }).med;
+            const double t16 = time_graph(L, [&](int l) { layer_gd(U<16>{}, l, true, j); }).med;
+            const double tm = time_graph(L, [&](int l) { layer_gm(l, true, j); }).med;
             const double t4 = time_graph(L, [&](int l) { layer_cg(U<3>{}, l, true, j); }).med;
             const double t5 = time_graph(L, [&](int l) { layer_cg(U<3>{}, l, true, j, true); }).med;
             const double t6 = time_graph(L, [&](int l) { layer_gemv(l, true, j, true); }).med;
             const double t7 = time_graph(L, [&](int l) { layer_sg(U<6>{}, B<false>{}, B<false>{}, l, true, false, false, j); }).med;
             const double t9 = time_graph(L, [&](int l) { layer_ag(U<6>{}, l, true, j); }).med;
-            printf("| %s | %.1f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f |\n", pn[j],
-                   mb[j], tr, t0, t1, t2, t3, t8, t4, t5, t6, t7, t9, mb[j] / t0);
+            printf("| %s | %.1f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f "
+                   "|\n",
+                   pn[j], mb[j], tr, t0, t1, t2, t3, t8, t16, tm, t4, t5, t6, t7, t9, mb[j] / t0);
         }
     CK(cudaDeviceSynchronize());
     return 0;

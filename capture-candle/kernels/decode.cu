@@ -1010,7 +1010,8 @@ INSTANTIATE_ATT(F32, f32, 256, 8, false, false, 1)
 //
 // DIAG (bench/gemv_probe.cu only; 0 here): 1 skips the staging (f(x) = 1), 2 replaces the
 // products by an XOR of the weights' bits, 3 both: the GEMV's access pattern alone; 4 loads
-// the weights through L1; 8 stages x in mode 0 as well.
+// the weights through L1; 8 stages x in mode 0 as well; 16 skips the norm's block reduction
+// (each thread's own sum of squares stands in for the row's: x's loads and f(x) stay).
 //
 // PDL: a programmatic dependent launch's hooks, compiled only with DECODE_PDL for sm_90 and
 // later (kernels/decode_pdl.ptx, which the step uses on such GPUs; decode.ptx has none), in
@@ -1252,10 +1253,11 @@ static __device__ __forceinline__ float block_inv_rms(float ss, float* red, u32 
 
 // XG (mode 0 only): the products read x where it is (through L1, which the weight loads
 // bypass), not staged: no staging round and no block barrier.
-template <typename E, bool GLU, u32 DIAG, bool XG>
+template <typename E, bool GLU, u32 DIAG, bool XG, int FIXED>
 __device__ void gemv_body(const typename E::T* x, const typename E::T* W, u32 M, u32 N, u32 K, u32 mode,
                           const typename E::T* nw, float eps, const typename E::T* residual, typename E::T* y, u32 ks,
                           unsigned long long* amax) {
+    if (FIXED >= 0) mode = (u32)FIXED;
     typedef typename E::T T;
     constexpr u32 EL = Pack<E>::EL;
     extern __shared__ float gsm[];
@@ -1333,7 +1335,7 @@ __device__ void gemv_body(const typename E::T* x, const typename E::T* W, u32 M,
             xw = *reinterpret_cast<const uint4*>(x + (u64)m * K + hk);
             add_squares<E>(xw, ss);
         }
-        const float inv = block_inv_rms(ss, red, warp, lane, nwarps, K, eps);
+        const float inv = (DIAG & 16) ? rsqrtf(ss / K + eps) : block_inv_rms(ss, red, warp, lane, nwarps, K, eps);
         if (hk < K) *reinterpret_cast<uint4*>(xs + (u64)m * K + hk) = normed<E>(xw, nw_h, inv);
     }
     // Staging f(x), 16 bytes a thread a round (with XG, mode 0 reads x where it is: no staging).
@@ -1348,7 +1350,7 @@ __device__ void gemv_body(const typename E::T* x, const typename E::T* W, u32 M,
 #pragma unroll
                 for (u32 j = 0; j < EL; ++j) ss += v[j] * v[j];
             }
-            inv = block_inv_rms(ss, red, warp, lane, nwarps, K, eps);
+            inv = (DIAG & 16) ? rsqrtf(ss / K + eps) : block_inv_rms(ss, red, warp, lane, nwarps, K, eps);
         }
 #pragma unroll 2
         for (u32 k = tid * EL; k < K; k += nt * EL) {
@@ -1497,14 +1499,18 @@ __device__ void gemv_body(const typename E::T* x, const typename E::T* W, u32 M,
 #else
 #define GEMV_XG_WIDTH(K) true
 #endif
-template <typename E, bool GLU = false, u32 DIAG = 0>
+// FIXED >= 0: the kernel for that mode alone (gemv_m0, gemv_m1, gemv_glu_m1: the `mode`
+// argument is not read), compiled without the other modes' code. The same sums in the same
+// order as the kernel that reads `mode` (the entry points below say what it gains).
+template <typename E, bool GLU = false, u32 DIAG = 0, int FIXED = -1>
 __device__ void gemv(const typename E::T* x, const typename E::T* W, u32 M, u32 N, u32 K, u32 mode,
                      const typename E::T* nw, float eps, const typename E::T* residual, typename E::T* y, u32 ks,
                      unsigned long long* amax) {
+    if (FIXED >= 0) mode = (u32)FIXED;
     if (!GLU && mode == 0 && ks > 1 && GEMV_XG_WIDTH(K) && !(DIAG & 8))
-        gemv_body<E, GLU, DIAG, true>(x, W, M, N, K, mode, nw, eps, residual, y, ks, amax);
+        gemv_body<E, GLU, DIAG, true, FIXED>(x, W, M, N, K, mode, nw, eps, residual, y, ks, amax);
     else
-        gemv_body<E, GLU, DIAG, false>(x, W, M, N, K, mode, nw, eps, residual, y, ks, amax);
+        gemv_body<E, GLU, DIAG, false, FIXED>(x, W, M, N, K, mode, nw, eps, residual, y, ks, amax);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -2767,6 +2773,13 @@ __device__ void sample_pick(const typename E::T* logits, u32 V, u32 parts, u32 c
         sample_pick<E>(logits, V, parts, chunk, params, rng, tokens, pos, active, advance, amax, scratch); \
     }
 
+// gemv_m0 / gemv_m1 / gemv_glu_m1: the same kernels for one mode (FIXED), which gpu.rs
+// launches for modes 0 and 1; gemv / gemv_glu read `mode` (mode 2). Measured on an H200
+// (docs/gpu-runs/2026-11-29c-d128/, run 163): bench/stream_gemv_probe.cu's 16-layer chain of
+// Llama-3.2-1B's four products under PDL took 38.76-38.79 µs a layer against 39.15-39.21 (QKV
+// 5.79-5.80 µs a launch against 6.03-6.04, gate/up 19.24-19.25 against 19.47-19.48; O and down
+// level), bit for bit the same output; llama_bench's step at batch 1, 0.812 ms against
+// 0.830-0.832 at position 64 and 0.885 against 0.893-0.897 at 2,000 (three rounds each).
 #define INSTANTIATE_GEMV(E, SUF)                                                                            \
     extern "C" __global__ void __launch_bounds__(GEMV_MAX_THREADS, GEMV_MIN_BLOCKS) gemv_##SUF(                                    \
         const E::T* x, const E::T* W, u32 M, u32 N, u32 K, u32 mode, const E::T* nw, float eps,                \
@@ -2777,6 +2790,21 @@ __device__ void sample_pick(const typename E::T* logits, u32 V, u32 parts, u32 c
         const E::T* x, const E::T* W, u32 M, u32 N, u32 K, u32 mode, const E::T* nw, float eps,                \
         E::T* y, u32 ks) {                                                                                    \
         gemv<E, true>(x, W, M, N, K, mode, nw, eps, nullptr, y, ks, nullptr);                                 \
+    }                                                                                                         \
+    extern "C" __global__ void __launch_bounds__(GEMV_MAX_THREADS, GEMV_MIN_BLOCKS) gemv_m0_##SUF(            \
+        const E::T* x, const E::T* W, u32 M, u32 N, u32 K, u32 mode, const E::T* nw, float eps,                \
+        const E::T* residual, E::T* y, u32 ks, unsigned long long* amax) {                                   \
+        gemv<E, false, 0, 0>(x, W, M, N, K, mode, nw, eps, residual, y, ks, amax);                            \
+    }                                                                                                         \
+    extern "C" __global__ void __launch_bounds__(GEMV_MAX_THREADS, GEMV_MIN_BLOCKS) gemv_m1_##SUF(            \
+        const E::T* x, const E::T* W, u32 M, u32 N, u32 K, u32 mode, const E::T* nw, float eps,                \
+        const E::T* residual, E::T* y, u32 ks, unsigned long long* amax) {                                   \
+        gemv<E, false, 0, 1>(x, W, M, N, K, mode, nw, eps, residual, y, ks, amax);                            \
+    }                                                                                                         \
+    extern "C" __global__ void __launch_bounds__(GEMV_MAX_THREADS, GEMV_MIN_BLOCKS) gemv_glu_m1_##SUF(        \
+        const E::T* x, const E::T* W, u32 M, u32 N, u32 K, u32 mode, const E::T* nw, float eps,                \
+        E::T* y, u32 ks) {                                                                                    \
+        gemv<E, true, 0, 1>(x, W, M, N, K, mode, nw, eps, nullptr, y, ks, nullptr);                           \
     }
 INSTANTIATE_GEMV(F32, f32)
 INSTANTIATE_GEMV(F16, f16)
