@@ -362,6 +362,10 @@ fn qkv_attention_equals_rope_write_then_attention_gpu() {
         // 32nd chunk of 256).
         qkv_attention(&d, &[128, 136], 3000, [0, 11, 250, 256, 500, 2047, 2987], 4, 5);
         qkv_attention(&d, &[128], 8256, [0, 11, 258, 7936, 7990, 8100, 8255], 1, 1);
+        // 16 rows at 8 key heads (Llama-3.1-8B's batch 16): 128 blocks a chunk, the most the
+        // kernels that load ahead take (2 chunks of up to 300 keys), and 256 (7 query heads a
+        // key head: two head groups) on the 3-a-multiprocessor kernels.
+        qkv_attention(&d, &[128], 600, [0, 11, 250, 256, 500, 400, 587], 8, 2);
     }
 }
 
