@@ -270,16 +270,20 @@ case "$1" in
   sanitize)
     # compute-sanitizer (TOOLS: memcheck racecheck) on a staged test binary (BIN: decode), its
     # tests matching FILTER (attention), with the GPU ones; KERNELS (a substring, e.g. d128)
-    # instruments only the kernels whose names match, so the others run at full speed.
+    # instruments only the kernels whose names contain it, so the others run at full speed.
     b=$(one "${BIN:-decode}")
-    { compute-sanitizer --version | head -2
-      for tool in ${TOOLS:-memcheck racecheck}; do
-        echo "=== $tool ${KERNELS:+(kernels matching ${KERNELS}) }$b ${FILTER:-attention}"
-        timeout ${LIMIT:-280} compute-sanitizer --tool "$tool" --error-exitcode 9 --print-limit 20 \
-          ${KERNELS:+--kernel-name kns=$KERNELS} "$b" --include-ignored --test-threads=1 ${FILTER:-attention} \
-          || failed "$tool (exit $?)"
-      done
-    } 2>&1 | tee "$out/$tag.txt"
+    if [ -z "$b" ]; then
+      failed "no staged ${BIN:-decode} binary in $c"
+    else
+      { compute-sanitizer --version | head -2
+        for tool in ${TOOLS:-memcheck racecheck}; do
+          echo "=== $tool ${KERNELS:+(kernels matching ${KERNELS}) }$b ${FILTER:-attention}"
+          timeout ${LIMIT:-280} compute-sanitizer --tool "$tool" --error-exitcode 9 --print-limit 20 \
+            ${KERNELS:+--kernel-name kns=$KERNELS} "$b" --include-ignored --test-threads=1 ${FILTER:-attention} \
+            || failed "$tool (exit $?)"
+        done
+      } 2>&1 | tee "$out/$tag.txt"
+    fi
     ;;
   *) echo "unknown mode $1"; exit 2 ;;
 esac

@@ -612,10 +612,11 @@ pub(crate) fn mmv_launch(n: usize, k: usize, glu: bool, staged: bool) -> (u32, u
     (threads as u32, ks as u32, grid as u32, smem(threads))
 }
 
-/// The GEMV's entry point for `mode` (with `glu`, the gate/up kernel): modes 0 and 1 have
-/// kernels of their own (`gemv_m0`, `gemv_m1`, `gemv_glu_m1`), compiled without the other
-/// modes' code; the same sums in the same order as `gemv`/`gemv_glu`, which read the mode
-/// (mode 2, SwiGLU). On an H200 the Llama-3.2-1B step at batch 1 took 2.2% less time at
+/// The GEMV's entry point for `mode` (with `glu`, the gate/up kernel): the plain kernel's
+/// modes 0 and 1 and the gate/up kernel's mode 1 have kernels of their own (`gemv_m0`,
+/// `gemv_m1`, `gemv_glu_m1`), compiled without the other modes' code; the same sums in the
+/// same order as `gemv`/`gemv_glu`, which read the mode and take the rest (mode 2, SwiGLU,
+/// and the gate/up kernel without a norm). On an H200 the Llama-3.2-1B step at batch 1 took 2.2% less time at
 /// position 64 and 0.6-1.3% less at 2,000 and 8,000 (run 163; the figures are at the entry
 /// points in kernels/decode.cu).
 fn gemv_entry(glu: bool, mode: u32) -> &'static str {
