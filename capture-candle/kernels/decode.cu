@@ -880,15 +880,15 @@ __device__ void attention(const typename E::T* q, const typename E::T* kc, const
     DECODE_TRACE(14, n, ns, 0);
 }
 
-// The entry points, one a width of row (DP) and type: keys a group (GK), tensor-core scores
-// (MMA, 16-bit types), the next group's loads ahead (PF), and the blocks a multiprocessor must
-// hold (MINB; 4: at most 128 registers a thread, which d64 with PF and d128 fit with no
-// spills). See bench/attention_probe.cu for the variants timed. The fused d128 16-bit kernels
-// hold 3 (at most 168 registers; they take 150; gpu.rs sizes their grids to match:
-// ATT_D128_BLOCKS; small grids take attention_rope_d128pf, below): at 128 the substitution of the new key and value (`patch`) spilled 76
-// bytes into the key loop. Measured on an H200 at Llama-3.1-8B's shape (docs/gpu-runs/
-// 2026-11-29b-d128/), the fused step took 3% less at batch 1, position 8,000 and 10% less at
-// batch 32, position 8,000 than with 4 (spilling) on grids of 528.
+// The entry points, one a width of row (DP) and type: keys a group (GK), tensor-core scores (MMA,
+// 16-bit types), the next group's loads ahead (PF), and the blocks a multiprocessor must hold
+// (MINB; 4: at most 128 registers a thread, which d64 with PF and d128 fit with no spills). See
+// bench/attention_probe.cu for the variants timed. The fused d128 16-bit kernels hold 3 (at most
+// 168 registers; they take 150; gpu.rs sizes their grids to match: ATT_D128_BLOCKS; small grids
+// take attention_rope_d128pf, below): at 128 the substitution of the new key and value (`patch`)
+// spilled 76 bytes into the key loop. Measured on an H200 at Llama-3.1-8B's shape
+// (docs/gpu-runs/2026-11-29b-d128/), the fused step took 3% less at batch 1, position 8,000 and 10%
+// less at batch 32, position 8,000 than with 4 (spilling) on grids of 528.
 #define ATT_ARGS(E)                                                                                           \
     const E::T *q, const E::T *kc, const E::T *vc, const u32 *pos, u32 T, u32 nq, u32 nk, u32 S, u32 dim,     \
         u32 nsplit, u32 max_chunk, u32 min_chunk, float scale, float *part, u32 *counters, E::T *out

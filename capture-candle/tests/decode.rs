@@ -280,18 +280,18 @@ fn attention_over_the_valid_prefix_matches_plain_attention_gpu() {
     }
 }
 
-/// `qkv_attention` against `qkv_rope_write` then `attention`, bit for bit: the results, both
-/// caches and `overflow`. On CUDA it is one kernel (the queries formed in each block, the new
-/// key and value used where they land and written once); on the CPU the same two ops. Both
-/// rope layouts, with and without a bias, 1, 4 and 7 query heads a key head (7: two groups of
-/// blocks hold the new key), heads narrower than the kernel's width (72, 136), the new key at
-/// the start of the prefix, at key 11 of a group (the second half of a group in the kernels
-/// that take 16 keys a group), at the first key of a later chunk (250 and 500: the GPU call's
-/// cache of 3,000 gives chunks of 250 keys at up to 16 blocks a chunk) and inside one, an inactive row (row 5: it writes
-/// nothing and reads the cache as it is) and a row past the cache (the last: nothing written,
-/// the queries rotated at the last row). `pos` holds 7 positions below `s`; the eighth row is
-/// at `s`. `nk` key heads; the 8 rows `reps` times over (on CUDA, more blocks a chunk take other
-/// kernels: `attention_rope_d128pf` up to 128, `attention_rope_d128` past it).
+/// `qkv_attention` against `qkv_rope_write` then `attention`, bit for bit: the results, both caches
+/// and `overflow`. On CUDA it is one kernel (the queries formed in each block, the new key and
+/// value used where they land and written once); on the CPU the same two ops. Both rope layouts,
+/// with and without a bias, 1, 4 and 7 query heads a key head (7: two groups of blocks hold the new
+/// key), heads narrower than the kernel's width (72, 136), the new key at the start of the prefix,
+/// at key 11 of a group (the second half of a group in the kernels that take 16 keys a group), at
+/// the first key of a later chunk (250 and 500: the GPU call's cache of 3,000 gives chunks of 250
+/// keys at up to 16 blocks a chunk) and inside one, an inactive row (row 5: it writes nothing and
+/// reads the cache as it is) and a row past the cache (the last: nothing written, the queries
+/// rotated at the last row). `pos` holds 7 positions below `s`; the eighth row is at `s`. `nk` key
+/// heads; the 8 rows `reps` times over (on CUDA, more blocks a chunk take other kernels:
+/// `attention_rope_d128pf` up to 128, `attention_rope_d128` past it).
 fn qkv_attention(dev: &Device, dims: &[usize], s: usize, below: [u32; 7], nk: usize, reps: usize) {
     let b = 8 * reps;
     let mut eight = [s as u32; 8];

@@ -245,9 +245,9 @@ const ATT_MIN_CHUNK: usize = 256;
 /// `attention_d{64,128,256}`), the head groups (blocks per key head) and the most chunks the
 /// prefix may be cut into ([`ATT_MOST_SPLITS`], [`ATT_MOST_SPLITS_D128`] where
 /// [`attention_d128_16bit`]); `None` for a shape it does not take (`dim` not a multiple of 8
-/// or above 256, `g` 0 or above 16). Every launch
-/// fits the static shared memory (at most about 31 KB, `attention_rope_d256_f32`; 25 KB
-/// without the fused input stage); there is no dynamic part.
+/// or above 256, `g` 0 or above 16). Every launch fits the static shared memory (at most about
+/// 31 KB, `attention_rope_d256_f32`; 25 KB without the fused input stage); there is no
+/// dynamic part.
 pub(crate) fn attention_split(
     g: usize,
     dim: usize,
@@ -616,9 +616,9 @@ pub(crate) fn mmv_launch(n: usize, k: usize, glu: bool, staged: bool) -> (u32, u
 /// modes 0 and 1 and the gate/up kernel's mode 1 have kernels of their own (`gemv_m0`,
 /// `gemv_m1`, `gemv_glu_m1`), compiled without the other modes' code; the same sums in the
 /// same order as `gemv`/`gemv_glu`, which read the mode and take the rest (mode 2, SwiGLU,
-/// and the gate/up kernel without a norm). On an H200 the Llama-3.2-1B step at batch 1 took 2.2% less time at
-/// position 64 and 0.6-1.3% less at 2,000 and 8,000 (run 163; the figures are at the entry
-/// points in kernels/decode.cu).
+/// and the gate/up kernel without a norm). On an H200 the Llama-3.2-1B step at batch 1 took
+/// 2.2% less time at position 64 and 0.6-1.3% less at 2,000 and 8,000 (run 163; the figures
+/// are at the entry points in kernels/decode.cu).
 fn gemv_entry(glu: bool, mode: u32) -> &'static str {
     match (glu, mode) {
         (false, 0) => "gemv_m0",
@@ -891,10 +891,10 @@ mod tests {
     }
 
     /// The 16-bit kernels with heads of 128 at Llama-3.1-8B's shape (8 key heads, 4 query heads
-    /// each) and a cache of 8,256: up to 16 rows the kernels that load ahead on grids of at
-    /// most 264 blocks (32 chunks at one row), from 32 rows the 3-a-multiprocessor kernels on
-    /// grids of at most 396; every grid within the scratch; f32 and heads of 256 keep the 528 rule and
-    /// 16 chunks.
+    /// each) and a cache of 8,256: up to 16 rows the kernels that load ahead on grids of at most
+    /// 264 blocks (32 chunks at one row), from 32 rows the 3-a-multiprocessor kernels on grids of
+    /// at most 396; every grid within the scratch; f32 and heads of 256 keep the 528 rule and 16
+    /// chunks.
     #[test]
     fn attention_d128_grids() {
         let (width, nhg, most) = attention_split(4, 128, 2, 1, 8256).unwrap();
