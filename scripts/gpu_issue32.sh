@@ -22,6 +22,10 @@
 #   bash scripts/gpu_issue32.sh variants     # llama_bench against llama_bench_NAME builds (VARIANTS), alternated, BATCHES at 64/2000/8000
 #   bash scripts/gpu_issue32.sh sanitize     # compute-sanitizer (TOOLS) on a staged test binary (BIN, FILTER), KERNELS: a substring of the kernels to check
 #   bash scripts/gpu_issue32.sh final        # A/B/A: llama_bench (sampled, batches 1/8/32, positions to 8,000), PyTorch default compile, llama_bench
+#                                            #   (GENERATOR=1: then the Generator protocol)
+#   bash scripts/gpu_issue32.sh modebits     # bench/gemv_mode_bits_probe.cu: the one-mode GEMVs against the mode-reading ones, bit for bit
+#   bash scripts/gpu_issue32.sh warpnorm     # bench/warp_norm_probe.cu: the batch-1 norm's statistics without block barriers
+#   bash scripts/gpu_issue32.sh lmhead       # bench/lm_head_probe.cu: the batch-1 LM head against a read of its weights
 #   bash scripts/gpu_issue32.sh pdl          # programmatic dependent launch: bench/pdl_gemv_probe.cu, the model's PDL test,
 #                                            #   then llama_bench's fused step against its plain-launch twin (batches 1, 2, 8; positions 64, 2000);
 #                                            #   FULL=1: then decode's and model's every test
@@ -51,6 +55,18 @@ probe_bin() {
     return
   fi
   nvcc -O3 -std=c++17 -o "/tmp/$name" "bench/$src.cu" "$@"
+}
+# probe_bin for the probes of decode.cu's variants that live in a patch (PATCH), not in the
+# crate's kernel: the source is copied to /tmp/pv and patched there.
+probe_bin_patched() {
+  local name=$1 src=$2 patch=$3
+  shift 3
+  if [ -f ".device/probes/$name.xz" ]; then
+    xz -dc ".device/probes/$name.xz" > "/tmp/$name" && chmod +x "/tmp/$name"
+    return
+  fi
+  rm -rf /tmp/pv && mkdir -p /tmp/pv/capture-candle && cp -r bench /tmp/pv/ && cp -r capture-candle/kernels /tmp/pv/capture-candle/ \
+    && (cd /tmp/pv && patch -s -p1 < "$OLDPWD/$patch") && nvcc -O3 -std=c++17 -o "/tmp/$name" "/tmp/pv/bench/$src.cu" "$@"
 }
 case "$1" in
   tests)
@@ -133,6 +149,38 @@ case "$1" in
       --sampling greedy --paths compile-default 2>&1 | tee "$out/${tag}-B-8000.txt" || failed "torch 8000"
     timeout ${LIMIT:-120} $c/llama_bench --rounds ${ROUNDS:-6} --max-seq 8256 --batches 1,8,32 --positions 64,2000,8000 \
       --sampling greedy --paths fused --no-breakdown 2>&1 | tee "$out/${tag}-A2.txt" || failed "llama_bench A2"
+    # GENERATOR=1: then the `Generator` protocol (32-token prompt, 128 new tokens) at batches 1/8/32
+    # in every sampling mode, 4 rounds.
+    if [ "${GENERATOR:-0}" = 1 ]; then
+      timeout ${GLIMIT:-120} $c/llama_bench --paths none --generator --rounds 4 --max-seq 2112 --batches 1,8,32 \
+        --sampling greedy,topk,plain 2>&1 | tee "$out/${tag}-generator.txt" || failed "llama_bench generator"
+    fi
+    ;;
+  modebits)
+    # bench/gemv_mode_bits_probe.cu: the one-mode GEMV entry points against the kernels that read
+    # the mode, bit for bit, in f32, f16 and bf16, in both PTX files' variants.
+    { probe_bin gemv_mode_bits gemv_mode_bits_probe -arch=sm_90 && timeout 120 /tmp/gemv_mode_bits || failed "mode bits"
+      probe_bin gemv_mode_bits_pdl gemv_mode_bits_probe -arch=sm_90 -DDECODE_PDL && timeout 120 /tmp/gemv_mode_bits_pdl \
+        || failed "mode bits (PDL)"
+    } 2>&1 | tee "$out/$tag.txt"
+    ;;
+  warpnorm)
+    # bench/warp_norm_probe.cu: the batch-1 norm's statistics without block barriers (DIAG 32,
+    # 64, 128 of decode.cu's gemv), against the crate's one-mode kernels and DIAG 16's bound.
+    { probe_bin_patched warp_norm_probe warp_norm_probe docs/gpu-runs/2026-12-01-issue32/probe-variants.patch -arch=sm_90 \
+        -DDECODE_PDL || exit 1
+      nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+      timeout ${LIMIT:-120} /tmp/warp_norm_probe || failed "warp_norm_probe"
+    } 2>&1 | tee "$out/$tag.txt"
+    ;;
+  lmhead)
+    # bench/lm_head_probe.cu: the batch-1 LM head against a read of its weights; more loads a
+    # round, the next row's loads early (decode.cu's variants in the same patch).
+    { probe_bin_patched lm_head_probe lm_head_probe docs/gpu-runs/2026-12-01-issue32/probe-variants.patch -arch=sm_90 \
+        -DDECODE_PDL || exit 1
+      nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+      timeout ${LIMIT:-200} /tmp/lm_head_probe || failed "lm_head_probe"
+    } 2>&1 | tee "$out/$tag.txt"
     ;;
   mmv-step)
     { nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
@@ -270,7 +318,11 @@ case "$1" in
   sanitize)
     # compute-sanitizer (TOOLS: memcheck racecheck) on a staged test binary (BIN: decode), its
     # tests matching FILTER (attention), with the GPU ones; KERNELS (a substring, e.g. d128)
-    # instruments only the kernels whose names contain it, so the others run at full speed.
+    # instruments only the kernels whose names contain it, so the others run at full speed (a
+    # substring that cuBLAS's kernels share instruments those too: `gemv_`, not `gemv`);
+    # SAN_ARGS: more options (`--report-api-errors no` leaves out the driver calls that fail by
+    # design: the ownership proof's probes, cuFuncGetParamInfo past a kernel's last parameter and
+    # cuPointerGetAttribute on values that are not addresses, docs/gpu-validation.md).
     b=$(one "${BIN:-decode}")
     if [ -z "$b" ]; then
       failed "no staged ${BIN:-decode} binary in $c"
@@ -278,7 +330,7 @@ case "$1" in
       { compute-sanitizer --version | head -2
         for tool in ${TOOLS:-memcheck racecheck}; do
           echo "=== $tool ${KERNELS:+(kernels matching ${KERNELS}) }$b ${FILTER:-attention}"
-          timeout ${LIMIT:-280} compute-sanitizer --tool "$tool" --error-exitcode 9 --print-limit 20 \
+          timeout ${LIMIT:-280} compute-sanitizer --tool "$tool" --error-exitcode 9 --print-limit 20 ${SAN_ARGS:-} \
             ${KERNELS:+--kernel-name kns=$KERNELS} "$b" --include-ignored --test-threads=1 ${FILTER:-attention} \
             || failed "$tool (exit $?)"
         done
