@@ -33,9 +33,10 @@
 //! `--batches` (buckets captured once), requests of a `--prompt-len`-token prompt that
 //! generate exactly `--new-tokens` tokens (no stop tokens), in each sampling mode, `--rounds`
 //! rounds alternated. A request's time is the whole `generate` call: the sampler and row
-//! uploads, the eager prefill of each row (which draws the first new token), every replayed
-//! step, and the host's reads of the tokens and overflow flags after each. The decode time per
-//! step counts the steps where no row stopped yet: one replay and those two reads each.
+//! uploads, the eager prefill of the rows together (which draws the first new token), every
+//! replayed step, and the host's read of the tokens after each (and of the overflow flags once
+//! a row can have reached the cache's end). The decode time per step counts the steps where no
+//! row stopped yet: one replay and its reads each.
 
 use std::sync::Arc;
 use std::time::Instant;

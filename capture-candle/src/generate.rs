@@ -119,9 +119,10 @@ impl Generator {
         self.family.resources()
     }
 
-    /// Generates for each request: prefills every prompt eagerly, then replays the graph of
-    /// the smallest bucket that holds them all (rows past the requests are inert) until every
-    /// sequence has stopped. `progress` is called after every step.
+    /// Generates for each request: prefills every prompt eagerly (all in the same launches:
+    /// [`Model::prefill_rows`]), then replays the graph of the smallest bucket that holds them
+    /// all (rows past the requests are inert) until every sequence has stopped. `progress` is
+    /// called after every step.
     ///
     /// To see each new token as it is drawn (to print text as it is made, say), use
     /// [`generate_stream`](Self::generate_stream), which this calls.
@@ -224,8 +225,14 @@ fn check(model: &Model, requests: &[Request]) -> Result<()> {
     Ok(())
 }
 
-/// Prefills every request into its row of `state`, then calls `advance` (one decode step of
-/// every row: a graph replay or an eager step) until every sequence has stopped.
+/// Prefills every request into its row of `state` (together: [`Model::prefill_rows`]), then
+/// calls `advance` (one decode step of every row: a graph replay or an eager step) until every
+/// sequence has stopped.
+///
+/// After each step the host reads the rows' tokens, and their overflow flags only where a flag
+/// can have been set: a step sets a row's flag when the row's position is at or past the
+/// cache's end, and an active row's position grows by one a step from where the prefill left
+/// it. Until some active row can reach the end, a step costs one read from the device, not two.
 fn run(
     model: &Model,
     state: &DecodeState,
@@ -234,22 +241,29 @@ fn run(
     mut advance: impl FnMut() -> Result<()>,
     mut on_tokens: impl FnMut(&NewTokens<'_>),
 ) -> Result<Vec<Generation>> {
-    for row in 0..state.batch() {
-        state.set_row(row, 0, false)?;
-    }
     for (row, r) in requests.iter().enumerate() {
         state.sampler().set(row, &r.sampling, r.seed)?;
-        model.prefill(state, row, &r.prompt)?;
     }
+    // Every prompt in the same launches; the rows past the requests stay inactive.
+    let prompts: Vec<&[u32]> = requests.iter().map(|r| r.prompt.as_slice()).collect();
+    model.prefill_rows(state, &prompts)?;
     let mut out: Vec<Generation> =
         requests.iter().map(|_| Generation { tokens: Vec::new(), stop: StopReason::Limit }).collect();
     let mut done = vec![false; requests.len()];
     let mut new = vec![None; requests.len()];
+    // Each row's position after its prefill (one read), and the cache's end.
+    let start = state.read_pos()?;
+    let end = state.caches().first().map_or(model.max_seq(), |c| c.max_seq());
     let mut started = Instant::now();
-    let mut steps = 0;
+    let mut steps = 0usize;
     loop {
         let toks = state.read_tokens()?;
-        let over = state.read_overflow()?;
+        // The last step ran at `start + steps - 1` in every active row: a flag can be set only
+        // where that reached the end (read at `start + steps >= end`, a step early, and after
+        // the prefill always).
+        let may_overflow =
+            steps == 0 || (0..requests.len()).any(|row| !done[row] && start[row] as usize + steps >= end);
+        let over = if may_overflow { state.read_overflow()? } else { vec![false; state.batch()] };
         for (row, r) in requests.iter().enumerate() {
             new[row] = None;
             if !done[row] {

@@ -146,8 +146,9 @@ fn top2_gap(logits: &[f32]) -> f32 {
     a - b
 }
 
-/// Loads `fx` in `dtype` on `dev`, prefills each prompt into its own row of one state,
-/// decodes every row together, and checks each step against transformers.
+/// Loads `fx` in `dtype` on `dev`, prefills each prompt into its own row of one state (all
+/// rows together: `Model::prefill_rows`, the prompts of different lengths), decodes every row
+/// together, and checks each step against transformers.
 fn conform(fx: &Fixture, dev: &Device, dtype: DType) -> Outcome {
     conform_rows(fx, dev, dtype, tolerance(dtype, dev.is_cuda()), MAX_SEQ, fx.prompts.len())
 }
@@ -166,9 +167,8 @@ fn conform_rows(fx: &Fixture, dev: &Device, dtype: DType, tol: f64, max_seq: usi
     let model = Model::from_dir(&fx.dir, dtype, max_seq, dev).unwrap_or_else(|e| panic!("{}: {e}", fx.name));
     let state = model.new_state(batch).unwrap();
     let rows = row_prompts(fx, batch);
-    for (row, p) in rows.iter().enumerate() {
-        model.prefill(&state, row, &p.ids).unwrap();
-    }
+    let prompts: Vec<&[u32]> = rows.iter().map(|p| p.ids.as_slice()).collect();
+    model.prefill_rows(&state, &prompts).unwrap();
     let steps = fx.prompts.iter().map(|p| p.tokens.len()).min().unwrap();
     let mut out = Outcome { max_err: 0.0, agreed: 0, steps: 0 };
     for step in 0..steps {

@@ -1,6 +1,7 @@
 //! The generate loop on a GPU (issue #21 part 3, and the bad-input lists of #21 and #22):
 //! batch buckets with padded rows that stay inert, buckets replayed alternately, a sequence
-//! that reaches the end of its cache, and requests refused before any work.
+//! that reaches the end of its cache (also eagerly, on the CPU), and requests refused before
+//! any work.
 
 mod common;
 
@@ -78,6 +79,32 @@ fn a_sequence_that_fills_its_cache_stops_with_a_typed_reason() {
     assert_eq!(out[0].stop, StopReason::CacheFull);
     assert_eq!(out[0].tokens.len(), 7);
     assert_eq!((out[1].stop, out[1].tokens.len()), (StopReason::Limit, 3));
+}
+
+/// The eager loop (the CPU here) stops a sequence at its cache's end with the same reason and
+/// the same count as the graphs above. The flags are read only near the end (`run`): a prompt
+/// that fills the cache overflows at the first step, one a token shorter at the second, and a
+/// sequence that stops by its limit just before the end never reads a set flag.
+#[test]
+fn the_eager_loop_stops_at_the_cache_end_however_near_it_starts() {
+    use capture_candle::generate::generate_eager;
+    let dev = candle_core::Device::Cpu;
+    let model = Model::random(&Config::tiny(Family::Qwen2), DType::F32, 16, &dev, 3).unwrap();
+    let mut r = request(0, 100, SamplingParams::GREEDY);
+    r.prompt = vec![5; 10];
+    let out = generate_eager(&model, &[], &[r.clone(), request(1, 3, SamplingParams::GREEDY)], |_| {}).unwrap();
+    assert_eq!((out[0].stop, out[0].tokens.len()), (StopReason::CacheFull, 7));
+    assert_eq!((out[1].stop, out[1].tokens.len()), (StopReason::Limit, 3));
+    for (len, tokens) in [(16, 1), (15, 2)] {
+        r.prompt = vec![5; len];
+        let out = generate_eager(&model, &[], &[r.clone()], |_| {}).unwrap();
+        assert_eq!((out[0].stop, out[0].tokens.len()), (StopReason::CacheFull, tokens), "prompt of {len}");
+    }
+    // 10 + 6 tokens: the last one drawn by the step at position 15, inside the cache.
+    r.prompt = vec![5; 10];
+    r.max_new_tokens = 7;
+    let out = generate_eager(&model, &[], &[r], |_| {}).unwrap();
+    assert_eq!((out[0].stop, out[0].tokens.len()), (StopReason::Limit, 7));
 }
 
 #[test]

@@ -337,6 +337,66 @@ fn a_sequence_at_the_end_of_its_cache_raises_its_flag_gpu() {
     }
 }
 
+/// Prompts of different lengths prefilled together (`prefill_rows`) give each row what it gets
+/// prefilled alone: the first token and its logits, the position, and the tokens of the steps
+/// after (greedy, and seeded top-k/top-p draws). A row past the prompts stays inactive, and
+/// bad prompt lists are refused before any work.
+fn ragged_prefill(dev: &Device, dtype: DType) {
+    let model = Model::random(&Config::tiny(Family::Llama), dtype, 64, dev, 11).unwrap();
+    let prompts: [&[u32]; 4] = [&[3, 1, 4, 1, 5], &[9], &[2, 7, 1, 8, 2, 8, 1, 8, 2, 8, 4, 5], &[6, 6]];
+    let params = [SamplingParams::GREEDY, SamplingParams::new(0.8, 20, 0.9).unwrap()];
+    let decode = |st: &capture_candle::model::DecodeState| {
+        let mut out = vec![st.read_tokens().unwrap()];
+        for _ in 0..6 {
+            model.step(st).unwrap();
+            out.push(st.read_tokens().unwrap());
+        }
+        out
+    };
+    for p in params {
+        let st = model.new_state(5).unwrap();
+        for row in 0..5 {
+            st.sampler().set(row, &p, 30 + row as u64).unwrap();
+        }
+        model.prefill_rows(&st, &prompts).unwrap();
+        let pos = st.read_pos().unwrap();
+        assert_eq!(pos, [5, 1, 12, 2, 0], "{p:?}");
+        // A copy: the state's logits are overwritten by the steps below.
+        let logits = st.logits().unwrap().copy().unwrap();
+        let together = decode(&st);
+        assert!(together.iter().all(|t| t[4] == together[0][4]), "the row past the prompts is inert");
+        for (row, prompt) in prompts.iter().enumerate() {
+            let one = model.new_state(1).unwrap();
+            one.sampler().set(0, &p, 30 + row as u64).unwrap();
+            model.prefill(&one, 0, prompt).unwrap();
+            let e = rel_err(&f32s(&one.logits().unwrap().i(0).unwrap()), &f32s(&logits.i(row).unwrap()));
+            assert!(e < 1e-3, "row {row} ({p:?}): first logits differ by {e}");
+            let alone = decode(&one);
+            let mine: Vec<u32> = together.iter().map(|t| t[row]).collect();
+            assert_eq!(mine, alone.iter().map(|t| t[0]).collect::<Vec<_>>(), "row {row} ({p:?})");
+        }
+    }
+    let st = model.new_state(2).unwrap();
+    let three: [&[u32]; 3] = [&[1], &[2], &[3]];
+    assert!(matches!(model.prefill_rows(&st, &three), Err(Error::InvalidArgument { .. })));
+    assert!(matches!(model.prefill_rows(&st, &[]), Err(Error::InvalidArgument { .. })));
+    assert!(matches!(model.prefill_rows(&st, &[&[1], &[]]), Err(Error::InvalidArgument { .. })));
+    assert!(matches!(model.prefill_rows(&st, &[&[1; 65]]), Err(Error::PromptTooLong { len: 65, max_seq: 64 })));
+}
+
+#[test]
+fn prompts_of_different_lengths_prefill_together_as_alone() {
+    ragged_prefill(&Device::Cpu, DType::F32);
+}
+#[test]
+#[ignore = "needs a CUDA device"]
+fn prompts_of_different_lengths_prefill_together_as_alone_gpu() {
+    if let Some(d) = gpu() {
+        ragged_prefill(&d, DType::F32);
+        ragged_prefill(&d, DType::BF16);
+    }
+}
+
 #[test]
 fn seeded_sampling_in_the_model_repeats() {
     let dev = Device::Cpu;

@@ -607,15 +607,71 @@ impl Model {
         )
     }
 
-    /// Prefills row `row` of `state` with `prompt` (eagerly, in chunks of up to 256
-    /// tokens): resets the row, writes its KV cache for positions `0..prompt.len()`, draws
-    /// its first generated token into `state.tokens()` and marks it active.
+    /// Prefills row `row` of `state` with `prompt`: [`prefill_rows`](Self::prefill_rows) on
+    /// that row alone. Resets the row, writes its KV cache for positions `0..prompt.len()`,
+    /// draws its first generated token into `state.tokens()` and marks it active.
     ///
     /// # Errors
     /// [`Error::PromptTooLong`] for a prompt longer than the cache (before any work);
     /// [`Error::InvalidArgument`] for an empty prompt, a row outside the batch, or a token
     /// id outside the vocabulary.
     pub fn prefill(&self, state: &DecodeState, row: usize, prompt: &[u32]) -> Result<()> {
+        self.check_prompt(prompt)?;
+        self.prefill_rows(&state.rows(row, 1)?, &[prompt])
+    }
+
+    /// Prefills rows `0..prompts.len()` of `state`, row `i` with `prompts[i]`, all rows in
+    /// the same launches (eagerly), and leaves the rows past them inactive. Each row is reset,
+    /// its KV cache written for positions `0..len`, its first generated token drawn into
+    /// `state.tokens()` with its sampler's parameters, and it is marked active at position
+    /// `len`.
+    ///
+    /// The prompts but their last tokens go first, in rounds of up to 256 tokens a row: a
+    /// round takes every row with tokens left, as many as the shortest of them has left, and
+    /// the others sit it out (inactive: their caches are not written). Then the last tokens
+    /// go through one decode step ([`step`](Self::step)), which draws every row's first token.
+    /// So prompts of any lengths share the launches, and the first token comes from the same
+    /// kernels as the tokens after it.
+    ///
+    /// # Errors
+    /// As [`prefill`](Self::prefill) for each prompt, and [`Error::InvalidArgument`] for more
+    /// prompts than rows or none (before any work).
+    pub fn prefill_rows(&self, state: &DecodeState, prompts: &[&[u32]]) -> Result<()> {
+        let b = state.batch();
+        if prompts.is_empty() || prompts.len() > b {
+            return Err(Error::invalid("prompts", prompts.len(), format!("1 to the state's {b} rows")));
+        }
+        for p in prompts {
+            self.check_prompt(p)?;
+        }
+        const CHUNK: usize = 256;
+        let mut done = vec![0usize; b];
+        let left = |row: usize, done: &[usize]| prompts.get(row).map_or(0, |p| p.len() - 1 - done[row]);
+        loop {
+            let active: Vec<bool> = (0..b).map(|row| left(row, &done) > 0).collect();
+            let Some(n) = (0..b).filter(|&row| active[row]).map(|row| left(row, &done)).min() else { break };
+            let n = n.min(CHUNK);
+            let mut toks = vec![0u32; b * n];
+            for row in (0..b).filter(|&row| active[row]) {
+                toks[row * n..(row + 1) * n].copy_from_slice(&prompts[row][done[row]..done[row] + n]);
+            }
+            let pos: Vec<u32> = done.iter().map(|&d| d as u32).collect();
+            state.set_rows(&pos, &active)?;
+            self.forward(&Tensor::new(toks.as_slice(), &self.device)?, state, n, false)?;
+            for row in (0..b).filter(|&row| active[row]) {
+                done[row] += n;
+            }
+        }
+        let last: Vec<u32> = (0..b).map(|row| prompts.get(row).map_or(0, |p| p[p.len() - 1])).collect();
+        let pos: Vec<u32> = (0..b).map(|row| prompts.get(row).map_or(0, |p| p.len() as u32 - 1)).collect();
+        let active: Vec<bool> = (0..b).map(|row| row < prompts.len()).collect();
+        state.set_rows(&pos, &active)?;
+        state.set_tokens(&last)?;
+        self.step(state)
+    }
+
+    /// A prompt's checks, before any work.
+    fn check_prompt(&self, prompt: &[u32]) -> Result<()> {
         if prompt.is_empty() {
             return Err(Error::invalid("prompt length", 0, "at least 1 token"));
         }
@@ -624,20 +680,6 @@ impl Model {
         }
         if let Some(&t) = prompt.iter().find(|&&t| t as usize >= self.cfg.vocab_size) {
             return Err(Error::invalid("token id", t, format!("below the vocabulary size {}", self.cfg.vocab_size)));
-        }
-        let s = state.rows(row, 1)?;
-        s.set_row(0, 0, true)?;
-        const CHUNK: usize = 256;
-        let mut start = 0;
-        while start < prompt.len() {
-            let end = (start + CHUNK).min(prompt.len());
-            let toks = Tensor::new(&prompt[start..end], &self.device)?;
-            let last = end == prompt.len();
-            self.forward(&toks, &s, end - start, last)?;
-            if !last {
-                s.set_row(0, end as u32, true)?;
-            }
-            start = end;
         }
         Ok(())
     }

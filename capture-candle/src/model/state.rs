@@ -146,6 +146,37 @@ impl DecodeState {
         Ok(())
     }
 
+    /// Sets every row's position and activity and clears every overflow flag (three eager
+    /// uploads, between steps); `pos` and `active` have a value for each row.
+    pub(crate) fn set_rows(&self, pos: &[u32], active: &[bool]) -> Result<()> {
+        if pos.len() != self.batch || active.len() != self.batch {
+            return Err(Error::invalid(
+                "state rows",
+                format!("{} positions, {} flags", pos.len(), active.len()),
+                format!("one of each for each of the {} rows", self.batch),
+            ));
+        }
+        let dev = self.pos.device();
+        let act: Vec<u32> = active.iter().map(|&a| a as u32).collect();
+        self.pos.slice_set(&Tensor::new(pos, dev)?, 0, 0)?;
+        self.active.slice_set(&Tensor::new(act.as_slice(), dev)?, 0, 0)?;
+        self.overflow.slice_set(&Tensor::zeros(self.batch, DType::U32, dev)?, 0, 0)?;
+        Ok(())
+    }
+
+    /// Sets every row's input token (an eager upload); `tokens` has one for each row.
+    pub(crate) fn set_tokens(&self, tokens: &[u32]) -> Result<()> {
+        if tokens.len() != self.batch {
+            return Err(Error::invalid(
+                "state tokens",
+                tokens.len(),
+                format!("one for each of the {} rows", self.batch),
+            ));
+        }
+        self.tokens.slice_set(&Tensor::new(tokens, self.tokens.device())?, 0, 0)?;
+        Ok(())
+    }
+
     /// Sets row `row`'s input token (an eager upload).
     ///
     /// # Errors
