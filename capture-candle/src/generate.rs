@@ -241,10 +241,15 @@ fn run(
     mut advance: impl FnMut() -> Result<()>,
     mut on_tokens: impl FnMut(&NewTokens<'_>),
 ) -> Result<Vec<Generation>> {
+    // The rows past the requests (a bucket's padding) inactive, at position 0.
+    let pad = state.batch().saturating_sub(requests.len());
+    if pad > 0 {
+        state.rows(requests.len(), pad)?.set_rows(&vec![0; pad], &vec![false; pad])?;
+    }
     for (row, r) in requests.iter().enumerate() {
         state.sampler().set(row, &r.sampling, r.seed)?;
     }
-    // Every prompt in the same launches; the rows past the requests stay inactive.
+    // Every prompt in the same launches.
     let prompts: Vec<&[u32]> = requests.iter().map(|r| r.prompt.as_slice()).collect();
     model.prefill_rows(state, &prompts)?;
     let mut out: Vec<Generation> =

@@ -87,10 +87,10 @@ impl KvCache {
     /// # Errors
     /// [`Error::InvalidArgument`] for rows outside the cache.
     pub fn rows(&self, start: usize, len: usize) -> Result<Self> {
-        if len == 0 || start + len > self.batch() {
+        if len == 0 || start.checked_add(len).is_none_or(|end| end > self.batch()) {
             return Err(Error::invalid(
                 "cache rows",
-                format!("{start}..{}", start + len),
+                format!("{start}..{}", start.saturating_add(len)),
                 format!("a non-empty range within 0..{}", self.batch()),
             ));
         }

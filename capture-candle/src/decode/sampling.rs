@@ -136,10 +136,10 @@ impl Sampler {
     /// # Errors
     /// [`Error::InvalidArgument`] for rows outside the batch.
     pub fn rows(&self, start: usize, len: usize) -> Result<Self> {
-        if len == 0 || start + len > self.batch() {
+        if len == 0 || start.checked_add(len).is_none_or(|end| end > self.batch()) {
             return Err(Error::invalid(
                 "sampler rows",
-                format!("{start}..{}", start + len),
+                format!("{start}..{}", start.saturating_add(len)),
                 format!("within 0..{}", self.batch()),
             ));
         }

@@ -621,53 +621,65 @@ impl Model {
     }
 
     /// Prefills rows `0..prompts.len()` of `state`, row `i` with `prompts[i]`, all rows in
-    /// the same launches (eagerly), and leaves the rows past them inactive. Each row is reset,
-    /// its KV cache written for positions `0..len`, its first generated token drawn into
-    /// `state.tokens()` with its sampler's parameters, and it is marked active at position
-    /// `len`.
+    /// the same launches (eagerly). Each of those rows is reset, its KV cache written for
+    /// positions `0..len`, its first generated token drawn into `state.tokens()` with its
+    /// sampler's parameters, and it is marked active at position `len`. Rows past them are not
+    /// touched (a caller decoding a padded batch marks them inactive).
     ///
-    /// The prompts but their last tokens go first, in rounds of up to 256 tokens a row: a
-    /// round takes every row with tokens left, as many as the shortest of them has left, and
-    /// the others sit it out (inactive: their caches are not written). Then the last tokens
-    /// go through one decode step ([`step`](Self::step)), which draws every row's first token.
-    /// So prompts of any lengths share the launches, and the first token comes from the same
-    /// kernels as the tokens after it.
+    /// The prompts but their last tokens go first, in rounds: a round takes the rows from the
+    /// first to the last that have tokens left, as many tokens as the shortest of them has
+    /// left (at most 256 a row and 2,048 a round), and the rows in that span with nothing left
+    /// sit it out (inactive: computed, their caches not written). Then the last tokens go
+    /// through one decode step ([`step`](Self::step)), which draws every row's first token: the
+    /// first token comes from the same kernels as the tokens after it.
     ///
     /// # Errors
-    /// As [`prefill`](Self::prefill) for each prompt, and [`Error::InvalidArgument`] for more
-    /// prompts than rows or none (before any work).
+    /// As [`prefill`](Self::prefill) for each prompt (against the state's cache length), and
+    /// [`Error::InvalidArgument`] for more prompts than rows or none, all before any work.
     pub fn prefill_rows(&self, state: &DecodeState, prompts: &[&[u32]]) -> Result<()> {
-        let b = state.batch();
-        if prompts.is_empty() || prompts.len() > b {
-            return Err(Error::invalid("prompts", prompts.len(), format!("1 to the state's {b} rows")));
+        if prompts.is_empty() || prompts.len() > state.batch() {
+            return Err(Error::invalid("prompts", prompts.len(), format!("1 to the state's {} rows", state.batch())));
         }
+        let cache = state.caches().first().map_or(self.max_seq, |c| c.max_seq()).min(self.max_seq);
         for p in prompts {
             self.check_prompt(p)?;
-        }
-        const CHUNK: usize = 256;
-        let mut done = vec![0usize; b];
-        let left = |row: usize, done: &[usize]| prompts.get(row).map_or(0, |p| p.len() - 1 - done[row]);
-        loop {
-            let active: Vec<bool> = (0..b).map(|row| left(row, &done) > 0).collect();
-            let Some(n) = (0..b).filter(|&row| active[row]).map(|row| left(row, &done)).min() else { break };
-            let n = n.min(CHUNK);
-            let mut toks = vec![0u32; b * n];
-            for row in (0..b).filter(|&row| active[row]) {
-                toks[row * n..(row + 1) * n].copy_from_slice(&prompts[row][done[row]..done[row] + n]);
+            if p.len() > cache {
+                return Err(Error::PromptTooLong { len: p.len(), max_seq: cache });
             }
-            let pos: Vec<u32> = done.iter().map(|&d| d as u32).collect();
-            state.set_rows(&pos, &active)?;
-            self.forward(&Tensor::new(toks.as_slice(), &self.device)?, state, n, false)?;
-            for row in (0..b).filter(|&row| active[row]) {
+        }
+        // Tokens a row, and token rows a round, at most: the single-row prefill's chunk, and a
+        // bound on a round's activations.
+        const CHUNK: usize = 256;
+        const ROUND: usize = 2048;
+        let b = prompts.len();
+        let state = state.rows(0, b)?;
+        let mut done = vec![0usize; b];
+        let left = |row: usize, done: &[usize]| prompts[row].len() - 1 - done[row];
+        loop {
+            let busy: Vec<usize> = (0..b).filter(|&row| left(row, &done) > 0).collect();
+            let (Some(&lo), Some(&hi)) = (busy.first(), busy.last()) else { break };
+            let rows = hi - lo + 1;
+            let n = busy.iter().map(|&row| left(row, &done)).min().unwrap_or(1).min(CHUNK).min((ROUND / rows).max(1));
+            let span = state.rows(lo, rows)?;
+            let mut toks = vec![0u32; rows * n];
+            let mut pos = vec![0u32; rows];
+            let mut active = vec![false; rows];
+            for &row in &busy {
+                let r = row - lo;
+                toks[r * n..(r + 1) * n].copy_from_slice(&prompts[row][done[row]..done[row] + n]);
+                (pos[r], active[r]) = (done[row] as u32, true);
+            }
+            span.set_rows(&pos, &active)?;
+            self.forward(&Tensor::new(toks.as_slice(), &self.device)?, &span, n, false)?;
+            for &row in &busy {
                 done[row] += n;
             }
         }
-        let last: Vec<u32> = (0..b).map(|row| prompts.get(row).map_or(0, |p| p[p.len() - 1])).collect();
-        let pos: Vec<u32> = (0..b).map(|row| prompts.get(row).map_or(0, |p| p.len() as u32 - 1)).collect();
-        let active: Vec<bool> = (0..b).map(|row| row < prompts.len()).collect();
-        state.set_rows(&pos, &active)?;
+        let last: Vec<u32> = prompts.iter().map(|p| p[p.len() - 1]).collect();
+        let pos: Vec<u32> = prompts.iter().map(|p| p.len() as u32 - 1).collect();
+        state.set_rows(&pos, &vec![true; b])?;
         state.set_tokens(&last)?;
-        self.step(state)
+        self.step(&state)
     }
 
     /// A prompt's checks, before any work.
