@@ -164,22 +164,17 @@ case "$1" in
         || failed "mode bits (PDL)"
     } 2>&1 | tee "$out/$tag.txt"
     ;;
-  warpnorm)
-    # bench/warp_norm_probe.cu: the batch-1 norm's statistics without block barriers (DIAG 32,
-    # 64, 128 of decode.cu's gemv), against the crate's one-mode kernels and DIAG 16's bound.
-    { probe_bin_patched warp_norm_probe warp_norm_probe docs/gpu-runs/2026-12-01-issue32/probe-variants.patch -arch=sm_90 \
-        -DDECODE_PDL || exit 1
+  warpnorm|lmhead)
+    # bench/warp_norm_probe.cu (warpnorm): the batch-1 norm's statistics without block barriers
+    # (DIAG 32, 64, 160 of decode.cu's gemv) against the crate's one-mode kernels and DIAG 16's
+    # bound; bench/lm_head_probe.cu (lmhead): the batch-1 LM head against a read of its weights,
+    # more loads a round, the next row's loads early. Both build on decode.cu with the variants'
+    # patch applied.
+    p=lm_head_probe
+    [ "$1" = warpnorm ] && p=warp_norm_probe
+    { probe_bin_patched $p $p docs/gpu-runs/2026-12-01-issue32/probe-variants.patch -arch=sm_90 -DDECODE_PDL || exit 1
       nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
-      timeout ${LIMIT:-120} /tmp/warp_norm_probe || failed "warp_norm_probe"
-    } 2>&1 | tee "$out/$tag.txt"
-    ;;
-  lmhead)
-    # bench/lm_head_probe.cu: the batch-1 LM head against a read of its weights; more loads a
-    # round, the next row's loads early (decode.cu's variants in the same patch).
-    { probe_bin_patched lm_head_probe lm_head_probe docs/gpu-runs/2026-12-01-issue32/probe-variants.patch -arch=sm_90 \
-        -DDECODE_PDL || exit 1
-      nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
-      timeout ${LIMIT:-200} /tmp/lm_head_probe || failed "lm_head_probe"
+      timeout ${LIMIT:-200} /tmp/$p || failed "$p"
     } 2>&1 | tee "$out/$tag.txt"
     ;;
   mmv-step)

@@ -38,7 +38,9 @@ fn padded_rows_are_inert_and_buckets_alternate_safely() {
     for sampling in [SamplingParams::GREEDY, SamplingParams::new(1.0, 20, 0.9).unwrap()] {
         let alone: Vec<Generation> =
             (0..3).map(|i| gen.generate(&mut cs, &[request(i, 24, sampling)], |_| {}).unwrap().remove(0)).collect();
-        // Three sequences in the bucket of 4: row 3 is padding.
+        // Three sequences in the bucket of 4: row 3 is padding, made inactive even where a
+        // sequence was left there.
+        gen.decoder().state.set_row(3, 5, true).unwrap();
         let together =
             gen.generate(&mut cs, &(0..3).map(|i| request(i, 24, sampling)).collect::<Vec<_>>(), |_| {}).unwrap();
         assert_eq!(together, alone, "a row decodes the same alone and in a padded batch ({sampling:?})");

@@ -341,8 +341,8 @@ fn a_sequence_at_the_end_of_its_cache_raises_its_flag_gpu() {
 /// prefilled alone: the first logits (within 1e-3 in f32, 3e-2 in bf16), the position, and in
 /// f32 the tokens of the steps after (greedy, and seeded top-k/top-p draws). The caches past
 /// each prompt stay unwritten (the rows that sit a round out write nothing), a row past the
-/// prompts is not touched, and bad prompt lists are refused before any work. `prompts` of more
-/// than 256 tokens take several rounds of 256.
+/// prompts is not touched, and bad prompt lists (and a state of another model) are refused
+/// before any work.
 fn ragged_prefill(dev: &Device, dtype: DType, max_seq: usize, prompts: &[&[u32]]) {
     let model = Model::random(&Config::tiny(Family::Llama), dtype, max_seq, dev, 11).unwrap();
     let b = prompts.len() + 1;
@@ -367,6 +367,9 @@ fn ragged_prefill(dev: &Device, dtype: DType, max_seq: usize, prompts: &[&[u32]]
         let pos = st.read_pos().unwrap();
         let want: Vec<u32> = prompts.iter().map(|p| p.len() as u32).chain([7]).collect();
         assert_eq!(pos, want, "{p:?}");
+        assert_eq!(st.active().to_vec1::<u32>().unwrap()[b - 1], 1, "the last row is still active");
+        let last = st.caches()[0].k().i(b - 1).unwrap();
+        assert!(f32s(&last).iter().all(|v| *v == 0.0), "the last row's cache is not written");
         for (row, prompt) in prompts.iter().enumerate() {
             let k = st.caches()[0].k().i(row).unwrap().narrow(1, prompt.len(), max_seq - prompt.len()).unwrap();
             assert!(f32s(&k).iter().all(|v| *v == 0.0), "row {row}: the cache past its prompt is written");
@@ -388,6 +391,7 @@ fn ragged_prefill(dev: &Device, dtype: DType, max_seq: usize, prompts: &[&[u32]]
         }
     }
     let st = model.new_state(2).unwrap();
+    st.set_row(0, 3, true).unwrap();
     let three: [&[u32]; 3] = [&[1], &[2], &[3]];
     let long = vec![1; max_seq + 1];
     assert!(matches!(model.prefill_rows(&st, &three), Err(Error::InvalidArgument { .. })));
@@ -398,14 +402,29 @@ fn ragged_prefill(dev: &Device, dtype: DType, max_seq: usize, prompts: &[&[u32]]
         Err(Error::PromptTooLong { len, max_seq: m }) if len == max_seq + 1 && m == max_seq
     ));
     assert!(matches!(model.prefill(&st, usize::MAX, &[1]), Err(Error::InvalidArgument { .. })));
+    let mut deeper = Config::tiny(Family::Llama);
+    deeper.num_hidden_layers += 1;
+    let other = Model::random(&deeper, dtype, max_seq, dev, 11).unwrap().new_state(2).unwrap();
+    assert!(matches!(model.prefill_rows(&other, &[&[1]]), Err(Error::BadOperands { .. })));
+    // A state whose cache is shorter than the model's: prompts are held to the cache.
+    let short = Model::random(&Config::tiny(Family::Llama), dtype, 4, dev, 11).unwrap().new_state(1).unwrap();
+    assert!(matches!(model.prefill_rows(&short, &[&[1; 5]]), Err(Error::PromptTooLong { len: 5, max_seq: 4 })));
+    assert_eq!(st.read_pos().unwrap(), [3, 0], "refused before any work");
 }
 
-/// Short prompts of 5, 1, 12 and 2 tokens; long ones of 520, 3 and 260 (rounds of 256, 1 and 4
-/// tokens on the way).
+/// Short prompts of 5, 1, 12 and 2 tokens (rounds of 1, 3 and 7 tokens, row 1 sitting out
+/// inside the span); long ones of 520, 3 and 260 (rounds of 2, 256, 1, 256 and 4); 9 prompts of
+/// 300 to 308 tokens (2,048 token rows a round: rounds of 227, then 72 to 80).
 fn ragged_cases(dev: &Device, dtype: DType) {
+    fn of(lens: &[u32]) -> Vec<Vec<u32>> {
+        lens.iter().map(|&n| (0..n).map(|t| (t * 7 + n) % 97).collect()).collect()
+    }
+    fn view(v: &[Vec<u32>]) -> Vec<&[u32]> {
+        v.iter().map(|p| p.as_slice()).collect()
+    }
     ragged_prefill(dev, dtype, 64, &[&[3, 1, 4, 1, 5], &[9], &[2, 7, 1, 8, 2, 8, 1, 8, 2, 8, 4, 5], &[6, 6]]);
-    let long: Vec<Vec<u32>> = [520u32, 3, 260].iter().map(|&n| (0..n).map(|t| (t * 7 + n) % 97).collect()).collect();
-    ragged_prefill(dev, dtype, 600, &long.iter().map(|p| p.as_slice()).collect::<Vec<_>>());
+    ragged_prefill(dev, dtype, 600, &view(&of(&[520, 3, 260])));
+    ragged_prefill(dev, dtype, 320, &view(&of(&(300..309).collect::<Vec<_>>())));
 }
 
 #[test]

@@ -628,17 +628,31 @@ impl Model {
     ///
     /// The prompts but their last tokens go first, in rounds: a round takes the rows from the
     /// first to the last that have tokens left, as many tokens as the shortest of them has
-    /// left (at most 256 a row and 2,048 a round), and the rows in that span with nothing left
-    /// sit it out (inactive: computed, their caches not written). Then the last tokens go
-    /// through one decode step ([`step`](Self::step)), which draws every row's first token: the
-    /// first token comes from the same kernels as the tokens after it.
+    /// left (at most 256 a row, and 2,048 token rows a round where the span has no more rows
+    /// than that: one token a row beyond), and the rows in that span with nothing left sit it
+    /// out (inactive: computed, their caches not written). So rows that finish early in the
+    /// middle of the span cost compute until the rows around them finish: two long prompts
+    /// around many short ones take as many token rows as if all were long. Then the last
+    /// tokens go through one decode step ([`step`](Self::step)) over these rows, which draws
+    /// every row's first token: the first token comes from the kernels the later steps take at
+    /// this many rows (a padded bucket's graph may take others).
     ///
     /// # Errors
-    /// As [`prefill`](Self::prefill) for each prompt (against the state's cache length), and
-    /// [`Error::InvalidArgument`] for more prompts than rows or none, all before any work.
+    /// As [`prefill`](Self::prefill) for each prompt (against the state's cache length);
+    /// [`Error::InvalidArgument`] for more prompts than rows or none; [`Error::BadOperands`]
+    /// for a state made for another model: all before any work. candle's errors after.
     pub fn prefill_rows(&self, state: &DecodeState, prompts: &[&[u32]]) -> Result<()> {
         if prompts.is_empty() || prompts.len() > state.batch() {
             return Err(Error::invalid("prompts", prompts.len(), format!("1 to the state's {} rows", state.batch())));
+        }
+        let cfg = &self.cfg;
+        let fits = state.caches().len() == self.layers.len()
+            && state
+                .caches()
+                .iter()
+                .all(|c| c.k().dims()[1] == cfg.num_key_value_heads && c.k().dims()[3] == cfg.head_dim);
+        if !fits {
+            return Err(Error::operands("Model::prefill_rows", "the state was made for a model of other shapes"));
         }
         let cache = state.caches().first().map_or(self.max_seq, |c| c.max_seq()).min(self.max_seq);
         for p in prompts {
