@@ -612,9 +612,9 @@ impl Model {
     /// draws its first generated token into `state.tokens()` and marks it active.
     ///
     /// # Errors
-    /// [`Error::PromptTooLong`] for a prompt longer than the cache (before any work);
-    /// [`Error::InvalidArgument`] for an empty prompt, a row outside the batch, or a token
-    /// id outside the vocabulary.
+    /// [`Error::PromptTooLong`] for a prompt longer than the cache; [`Error::InvalidArgument`]
+    /// for an empty prompt, a row outside the batch, or a token id outside the vocabulary;
+    /// [`Error::BadOperands`] for a state made for another model: all before any work.
     pub fn prefill(&self, state: &DecodeState, row: usize, prompt: &[u32]) -> Result<()> {
         self.check_prompt(prompt)?;
         self.prefill_rows(&state.rows(row, 1)?, &[prompt])
