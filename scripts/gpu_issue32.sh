@@ -62,7 +62,7 @@ probe_bin_patched() {
   local name=$1 src=$2 patch=$3
   shift 3
   if [ -f ".device/probes/$name.xz" ]; then
-    xz -dc ".device/probes/$name.xz" > "/tmp/$name" && chmod +x "/tmp/$name"
+    probe_bin "$name" "$src"
     return
   fi
   rm -rf /tmp/pv && mkdir -p /tmp/pv/capture-candle && cp -r bench /tmp/pv/ && cp -r capture-candle/kernels /tmp/pv/capture-candle/ \
