@@ -26,6 +26,10 @@
 #   bash scripts/gpu_issue32.sh modebits     # bench/gemv_mode_bits_probe.cu: the one-mode GEMVs against the mode-reading ones, bit for bit
 #   bash scripts/gpu_issue32.sh warpnorm     # bench/warp_norm_probe.cu: the batch-1 norm's statistics without block barriers
 #   bash scripts/gpu_issue32.sh lmhead       # bench/lm_head_probe.cu: the batch-1 LM head against a read of its weights
+#   bash scripts/gpu_issue32.sh load         # bench/module_load_probe.cu: loading decode.ptx/decode_pdl.ptx with the driver's
+#                                            #   cache cold, warm and off; ptxas to cubins and loading those; the JIT's SASS against
+#                                            #   ptxas's; a test process cold and warm, on the cubins and on the PTX (CAPTURE_CANDLE_JIT=1)
+#   bash scripts/gpu_issue32.sh sass         # llama_bench on the cubins against the PTX (CAPTURE_CANDLE_JIT=1), alternated, greedy
 #   bash scripts/gpu_issue32.sh pdl          # programmatic dependent launch: bench/pdl_gemv_probe.cu, the model's PDL test,
 #                                            #   then llama_bench's fused step against its plain-launch twin (batches 1, 2, 8; positions 64, 2000);
 #                                            #   FULL=1: then decode's and model's every test
@@ -331,6 +335,55 @@ case "$1" in
         done
       } 2>&1 | tee "$out/$tag.txt"
     fi
+    ;;
+  load)
+    { nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+      k=capture-candle/kernels
+      probe_bin module_load module_load_probe -lcuda || failed "build"
+      cache=$(mktemp -d)
+      export CUDA_CACHE_PATH=$cache
+      for r in cold warm; do echo "--- PTX, the driver's cache $r"; /tmp/module_load $k/decode.ptx $k/decode_pdl.ptx || failed "load $r"; done
+      du -sk "$cache"
+      echo "--- PTX, the cache off (CUDA_CACHE_DISABLE=1)"
+      CUDA_CACHE_DISABLE=1 /tmp/module_load $k/decode.ptx $k/decode_pdl.ptx || failed "load off"
+      ptxas --version | tail -1
+      for f in decode decode_pdl; do
+        /usr/bin/time -f "ptxas $f.ptx -> sm_90: %e s, %M KB" ptxas -O3 -arch=sm_90 $k/$f.ptx -o /tmp/$f.cubin || failed "ptxas $f"
+        ls -l /tmp/$f.cubin; xz -9 -k -c /tmp/$f.cubin | wc -c
+      done
+      for m in LAZY EAGER; do echo "--- cubins, CUDA_MODULE_LOADING=$m"
+        CUDA_MODULE_LOADING=$m CUDA_CACHE_DISABLE=1 /tmp/module_load /tmp/decode.cubin /tmp/decode_pdl.cubin || failed "cubin $m"; done
+      echo "--- the driver's JIT of the PTX against ptxas's cubins (cuobjdump -sass)"
+      for f in decode decode_pdl; do
+        /tmp/module_load --jit-to $k/$f.ptx /tmp/$f.jit.cubin || failed "jit $f"
+        cuobjdump -sass /tmp/$f.jit.cubin > /tmp/$f.jit.sass && cuobjdump -sass /tmp/$f.cubin > /tmp/$f.ptxas.sass || failed "cuobjdump $f"
+        wc -l < /tmp/$f.ptxas.sass
+        if cmp -s /tmp/$f.jit.sass /tmp/$f.ptxas.sass; then echo "$f: SASS identical"; else echo "$f: SASS differs"; diff /tmp/$f.jit.sass /tmp/$f.ptxas.sass | head -20; fi
+      done
+      b=$(one generate)
+      if [ -n "$b" ]; then
+        for j in 0 1; do for r in cold warm; do
+          [ $r = cold ] && export CUDA_CACHE_PATH=$(mktemp -d)
+          echo "--- generate's first GPU test, CAPTURE_CANDLE_JIT=$j, the driver's cache $r"
+          CAPTURE_CANDLE_JIT=$j /usr/bin/time -f "%e s" timeout 300 "$b" --include-ignored --exact padded_rows_are_inert_and_buckets_alternate_safely 2>&1 | grep -E "test result|s$" || failed "generate $j $r"
+        done; done
+      fi
+      b=$(one decode)
+      if [ -n "$b" ]; then
+        for j in 0 1; do echo "--- decode's cubin test, CAPTURE_CANDLE_JIT=$j"
+          CAPTURE_CANDLE_JIT=$j timeout 300 "$b" --include-ignored --exact kernels_load_from_the_cubin_built_for_this_gpu --nocapture 2>&1 | grep -E "device|test result|panicked" || failed "decode cubin $j"
+        done
+      fi
+    } 2>&1 | tee "$out/$tag.txt"
+    ;;
+  sass)
+    { nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+      for r in 1 2; do for j in 0 1; do
+        echo "=== round $r, CAPTURE_CANDLE_JIT=$j"
+        CAPTURE_CANDLE_JIT=$j timeout 200 $c/llama_bench --rounds ${ROUNDS:-6} --max-seq 8256 --batches ${BATCHES:-1,8,32} \
+          --positions 64,2000,8000 --sampling greedy --paths fused --no-breakdown || failed "llama_bench $r $j"
+      done; done
+    } 2>&1 | tee "$out/$tag.txt"
     ;;
   *) echo "unknown mode $1"; exit 2 ;;
 esac

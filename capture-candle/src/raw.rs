@@ -1,7 +1,7 @@
 //! The raw layer: every `unsafe` of this crate, each with its safety argument. Everything
 //! above it is safe code.
 //!
-//! - [`launch`]: a kernel of this crate's PTX on candle's stream, plainly or with
+//! - [`launch`]: one of this crate's kernels on candle's stream, plainly or with
 //!   programmatic dependent launch;
 //! - [`uninit`]: a tensor whose every element the next kernel writes;
 //! - [`mmap_safetensors`]: weights memory-mapped from disk.
@@ -45,7 +45,7 @@ pub(crate) fn device_address(t: &Tensor) -> candle_core::Result<u64> {
     Ok(base + (layout.start_offset() * t.dtype().size_in_bytes()) as u64)
 }
 
-/// Launches `function` of the module `module` (PTX text `ptx`, loaded once per device) on
+/// Launches `func` (one of this crate's kernels, loaded on `dev` by `decode::code`) on
 /// candle's stream of `dev`.
 ///
 /// The callers in `decode::gpu` check every shape, type and size before they come here: each
@@ -55,17 +55,17 @@ pub(crate) fn device_address(t: &Tensor) -> candle_core::Result<u64> {
 /// is a programmatic dependent one (see `launch_programmatic`).
 pub(crate) fn launch(
     dev: &CudaDevice,
-    (module, ptx, function): (&str, &str, &str),
+    func: &cudarc::driver::CudaFunction,
     cfg: LaunchConfig,
     args: &[Arg],
     programmatic: bool,
 ) -> candle_core::Result<()> {
-    let func = dev.get_or_load_custom_func(function, module, ptx)?;
-    allow_shared_memory(&func, cfg.shared_mem_bytes)?;
+    allow_shared_memory(func, cfg.shared_mem_bytes)?;
     if programmatic {
-        return launch_programmatic(dev, &func, cfg, args);
+        return launch_programmatic(dev, func, cfg, args);
     }
-    let mut b = func.builder();
+    let stream = dev.cuda_stream();
+    let mut b = stream.launch_builder(func);
     for a in args {
         match a {
             Arg::U32(v) => b.arg(v),

@@ -61,6 +61,38 @@ fn rope_at_device_positions(dev: &Device) {
 fn rope_at_device_positions_matches_candle_rope() {
     rope_at_device_positions(&Device::Cpu);
 }
+/// The kernels run from the cubin the build compiled for this GPU, not from PTX that the
+/// driver compiles at first use (tens of seconds on a fresh machine): where the build was told
+/// the GPU (`CUDA_COMPUTE_CAP`, as scripts/cuda-build-env.sh sets it), a cubin was built; where
+/// it is this device's architecture, the device loads it, and a kernel launched from it is
+/// right (the rest of this file runs on it too).
+#[test]
+#[ignore = "needs a CUDA device"]
+fn kernels_load_from_the_cubin_built_for_this_gpu() {
+    use capture_candle::decode::{kernel_code, KernelCode, PtxWhy};
+    let Some(dev) = gpu() else { return };
+    let cuda = dev.as_cuda_device().unwrap();
+    let code = kernel_code(cuda).unwrap();
+    let (major, minor) = cuda.cuda_stream().context().compute_capability().unwrap();
+    let this = format!("sm_{major}{minor}");
+    eprintln!("device {this}: {code:?}");
+    if std::env::var_os("CAPTURE_CANDLE_JIT").is_some_and(|v| v == "1") {
+        assert_eq!(code, KernelCode::Ptx(PtxWhy::Asked));
+        return;
+    }
+    match (code, option_env!("CUDA_COMPUTE_CAP")) {
+        (KernelCode::Ptx(PtxWhy::NotBuilt), Some(cap)) => {
+            panic!("built with CUDA_COMPUTE_CAP={cap} but without a cubin")
+        }
+        (KernelCode::Ptx(PtxWhy::OtherGpu { built }), _) => {
+            assert_ne!(built.trim_end_matches(['a', 'f']), this, "the cubin is for this GPU, yet it did not load")
+        }
+        _ => {}
+    }
+    // A kernel from whichever module loaded: the rope against candle's.
+    rope_at_device_positions(&dev);
+}
+
 #[test]
 #[ignore = "needs a CUDA device"]
 fn rope_at_device_positions_matches_candle_rope_gpu() {

@@ -7,15 +7,17 @@ use cudarc::driver::LaunchConfig;
 
 use crate::raw::{self, device_address, Arg};
 
+use super::code::{self, DECODE, DECODE_PDL};
+
 /// The kernels' PTX (compute_80), built from `kernels/decode.cu` by
-/// `scripts/build-candle-ptx.sh`.
-pub(crate) const PTX: &str = include_str!("../../kernels/decode.ptx");
-const MODULE: &str = "capture_candle_decode";
+/// `scripts/build-candle-ptx.sh`; with its cubin, if the build made one, in [`code`].
+#[cfg(test)]
+const PTX: &str = DECODE.ptx;
 /// The kernels the step launches programmatically (the fused attention, gemv, mmv) with
 /// programmatic dependent launch's hooks (compute_90; `DECODE_PDL` in `kernels/decode.cu`),
 /// built by the same script.
-const PTX_PDL: &str = include_str!("../../kernels/decode_pdl.ptx");
-const MODULE_PDL: &str = "capture_candle_decode_pdl";
+#[cfg(test)]
+const PTX_PDL: &str = DECODE_PDL.ptx;
 
 fn cuda(t: &Tensor) -> Result<CudaDevice> {
     match t.device() {
@@ -42,7 +44,7 @@ fn addr(t: Option<&Tensor>) -> Result<Arg> {
 
 fn go(dev: &CudaDevice, name: &str, dtype: DType, cfg: LaunchConfig, args: &[Arg]) -> Result<()> {
     let f = format!("{name}_{}", suffix(dtype)?);
-    raw::launch(dev, (MODULE, PTX, &f), cfg, args, false)
+    raw::launch(dev, &code::function(dev, &DECODE, &f)?, cfg, args, false)
 }
 
 /// How a kernel that can take part in programmatic dependent launch is launched.
@@ -63,7 +65,7 @@ pub(crate) enum Launch {
 fn go_as(dev: &CudaDevice, name: &str, dtype: DType, cfg: LaunchConfig, args: &[Arg], launch: Launch) -> Result<()> {
     if launch == Launch::Programmatic && raw::programmatic_launch_supported(dev)? {
         let f = format!("{name}_{}", suffix(dtype)?);
-        return raw::launch(dev, (MODULE_PDL, PTX_PDL, &f), cfg, args, true);
+        return raw::launch(dev, &code::function(dev, &DECODE_PDL, &f)?, cfg, args, true);
     }
     go(dev, name, dtype, cfg, args)
 }

@@ -25,6 +25,7 @@
 //! at each replay.
 
 mod cache;
+mod code;
 mod cpu;
 pub(crate) mod gpu;
 pub(crate) mod ops;
@@ -33,6 +34,7 @@ mod rope;
 mod sampling;
 
 pub use cache::KvCache;
+pub use code::{kernel_code, KernelCode, PtxWhy};
 /// Rows up to which [`matvec`] runs as one fused kernel on CUDA in every dtype and with every
 /// [`Prologue`] (the matrix-vector kernel); [`matvec_rows`] says how many for a dtype.
 pub const MATVEC_ROWS: usize = gpu::GEMV_MAX_M;
