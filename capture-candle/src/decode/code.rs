@@ -1,13 +1,13 @@
 //! Where the decode kernels' machine code comes from.
 //!
 //! The kernels ship as PTX (`kernels/decode.ptx`, and `kernels/decode_pdl.ptx` for compute
-//! 9.0). Loaded as it is, PTX is compiled by the driver when a process first launches one of
-//! its kernels: on an H200 that took 30-32 s for both files whenever the driver's cache
+//! 9.0). PTX is compiled by the driver when its module is loaded, which the crate does at a
+//! process's first launch of one of its kernels: on an H200 that took 30-32 s for both files whenever the driver's cache
 //! (`CUDA_CACHE_PATH`, `~/.nv/ComputeCache`) did not hold them yet, so every fresh machine or
 //! container paid it in its first `generate` (docs/gpu-runs/2026-12-02-issue32/). The build
 //! script therefore compiles the PTX with ptxas for the GPU candle's kernels are built for
 //! (`CUDA_COMPUTE_CAP`, else the first GPU `nvidia-smi` lists), and the crate includes those
-//! cubins. Loading them took 2-6 ms.
+//! cubins. Loading both took 2.4-2.7 ms.
 //!
 //! Per device, the first launch loads a module: the cubin where one was built and the driver
 //! accepts it for the device, else the PTX (through candle's module cache, as before). A device
@@ -15,16 +15,22 @@
 //! `CAPTURE_CANDLE_JIT=1` in the environment loads the PTX even where a cubin was built (to
 //! compare the two). [`kernel_code`] says which one a device runs.
 //!
-//! A loaded cubin module is kept until the process ends, with the CUDA context it holds (as
-//! the CUDA runtime keeps its modules): graphs captured from its kernels name its functions,
-//! so it must not be unloaded under them.
+//! A loaded cubin module is kept until the process ends, and with it the device's primary
+//! CUDA context (as the CUDA runtime keeps its modules): the code's device memory (about 5 MB
+//! for both modules on sm_90) and the context are not given back when the last candle device on
+//! it is dropped. Every launch looks its module up under a shared lock; only the first on a
+//! context loads it.
 
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::sync::{Arc, OnceLock, PoisonError, RwLock};
 
 use candle_core::{CudaDevice, Result};
 use cudarc::driver::{CudaFunction, CudaModule};
 
 include!(concat!(env!("OUT_DIR"), "/sass.rs"));
+
+/// The GPU architecture whose cubins this build of the crate holds (`Some("sm_90")`), or
+/// `None` where the build compiled none (see the crate's README, *Building*).
+pub const CUBIN_ARCH: Option<&str> = SASS_ARCH;
 
 /// One PTX file of the crate's kernels, and its cubin if the build made one.
 pub(crate) struct Module {
@@ -66,8 +72,9 @@ pub enum PtxWhy {
     Asked,
 }
 
-/// Which machine code the decode kernels run as on `dev` (loading their module on it if no
-/// launch has yet).
+/// Which machine code the decode kernels run as on `dev` (loading their modules on it if no
+/// launch has yet): [`KernelCode::Sass`] only where every module the device launches (the
+/// programmatic-launch one too, from compute 9.0) loaded from its cubin.
 ///
 /// ```no_run
 /// # fn main() -> candle_core::Result<()> {
@@ -79,15 +86,18 @@ pub enum PtxWhy {
 /// # Ok(()) }
 /// ```
 pub fn kernel_code(dev: &CudaDevice) -> Result<KernelCode> {
-    let Some(bytes) = DECODE.sass else { return Ok(KernelCode::Ptx(PtxWhy::NotBuilt)) };
-    let arch = SASS_ARCH.unwrap_or("?");
     if jit_asked() {
         return Ok(KernelCode::Ptx(PtxWhy::Asked));
     }
-    Ok(match sass_module(dev, &DECODE, bytes)? {
-        Some(_) => KernelCode::Sass { arch },
-        None => KernelCode::Ptx(PtxWhy::OtherGpu { built: arch }),
-    })
+    let (Some(arch), Some(bytes)) = (SASS_ARCH, DECODE.sass) else { return Ok(KernelCode::Ptx(PtxWhy::NotBuilt)) };
+    let mut all = sass_module(dev, &DECODE, bytes)?.is_some();
+    // The programmatic-launch module, where the device launches it (compute 9.0 and later).
+    if let Some(pdl) = DECODE_PDL.sass {
+        if all && crate::raw::programmatic_launch_supported(dev)? {
+            all = sass_module(dev, &DECODE_PDL, pdl)?.is_some();
+        }
+    }
+    Ok(if all { KernelCode::Sass { arch } } else { KernelCode::Ptx(PtxWhy::OtherGpu { built: arch }) })
 }
 
 /// Every kernel but the programmatic-launch ones.
@@ -105,9 +115,24 @@ pub(crate) static DECODE_PDL: Module = Module {
 /// else from its PTX.
 pub(crate) fn function(dev: &CudaDevice, module: &Module, name: &str) -> Result<CudaFunction> {
     let cuda = |e| candle_core::Error::Cuda(Box::new(e));
-    if let Some(bytes) = module.sass.filter(|_| !jit_asked()) {
-        if let Some(m) = sass_module(dev, module, bytes)? {
-            return m.load_function(name).map_err(cuda);
+    if !jit_asked() {
+        match module.sass {
+            Some(bytes) => {
+                if let Some(m) = sass_module(dev, module, bytes)? {
+                    return m.load_function(name).map_err(cuda);
+                }
+            }
+            None => {
+                static SAID: OnceLock<()> = OnceLock::new();
+                SAID.get_or_init(|| {
+                    log::warn!(
+                        "capture-candle was built without cubins (no ptxas, or no CUDA_COMPUTE_CAP and no GPU, \
+                         at build time): the driver compiles the decode kernels' PTX when a process first loads \
+                         them, about 30 s on a machine whose driver cache does not hold them yet. Build with \
+                         CUDA_COMPUTE_CAP set (e.g. 90) to include machine code for that GPU."
+                    )
+                });
+            }
         }
     }
     Ok(dev.get_or_load_custom_func(name, module.name, module.ptx)?.into_cuda_function())
@@ -118,48 +143,68 @@ fn jit_asked() -> bool {
     *ASKED.get_or_init(|| std::env::var_os("CAPTURE_CANDLE_JIT").is_some_and(|v| v == "1"))
 }
 
-/// A cubin module loaded on a context, or the driver's refusal of it there.
+/// A cubin module loaded on a context.
 struct Loaded {
     module: &'static str,
-    ordinal: usize,
-    /// The context's handle, as an address: the loaded module holds the context, so the
-    /// handle stays this context's for the process.
+    /// The context's handle, as an address: the module holds the context, so the handle stays
+    /// this context's for the process.
     ctx: usize,
-    code: Option<Arc<CudaModule>>,
+    code: Arc<CudaModule>,
+}
+
+/// What was loaded, and the (module, device ordinal) pairs whose cubin the driver refused
+/// (a property of the device, not of a context).
+struct Modules {
+    loaded: Vec<Loaded>,
+    refused: Vec<(&'static str, usize)>,
 }
 
 /// `module`'s cubin loaded on `dev`'s context: `None` where the driver refuses it for this
-/// device (a cubin for another GPU), which is remembered and logged once.
+/// device (a cubin for another GPU), which is remembered and logged once a device.
 fn sass_module(dev: &CudaDevice, module: &Module, bytes: &[u8]) -> Result<Option<Arc<CudaModule>>> {
-    static LOADED: Mutex<Vec<Loaded>> = Mutex::new(Vec::new());
+    static MODULES: RwLock<Modules> = RwLock::new(Modules { loaded: Vec::new(), refused: Vec::new() });
     let stream = dev.cuda_stream();
     let context = stream.context();
     let (ordinal, ctx) = (context.ordinal(), context.cu_ctx() as usize);
-    let mut loaded = LOADED.lock().unwrap_or_else(PoisonError::into_inner);
-    if let Some(l) = loaded.iter().find(|l| l.module == module.name && l.ordinal == ordinal && l.ctx == ctx) {
-        return Ok(l.code.clone());
+    let find = |m: &Modules| -> Option<Option<Arc<CudaModule>>> {
+        if m.refused.contains(&(module.name, ordinal)) {
+            return Some(None);
+        }
+        m.loaded.iter().find(|l| l.module == module.name && l.ctx == ctx).map(|l| Some(l.code.clone()))
+    };
+    if let Some(found) = find(&MODULES.read().unwrap_or_else(PoisonError::into_inner)) {
+        return Ok(found);
     }
-    let code = match context.load_module(cudarc::nvrtc::Ptx::from_binary(bytes.to_vec())) {
-        Ok(m) => Some(m),
+    let mut m = MODULES.write().unwrap_or_else(PoisonError::into_inner);
+    if let Some(found) = find(&m) {
+        return Ok(found); // another thread loaded it meanwhile
+    }
+    match context.load_module(cudarc::nvrtc::Ptx::from_binary(bytes.to_vec())) {
+        Ok(code) => {
+            m.loaded.push(Loaded { module: module.name, ctx, code: code.clone() });
+            Ok(Some(code))
+        }
         Err(e) => {
             use cudarc::driver::sys::CUresult as R;
             // Only "not for this GPU" falls back; anything else (out of memory, a lost
-            // context) is the caller's error, as a PTX load's would be.
+            // context, a load refused during a stream capture) is the caller's error, as a
+            // PTX load's would be, and is not remembered.
             if !matches!(
                 e.0,
                 R::CUDA_ERROR_NO_BINARY_FOR_GPU | R::CUDA_ERROR_INVALID_IMAGE | R::CUDA_ERROR_INVALID_SOURCE
             ) {
                 return Err(candle_core::Error::Cuda(Box::new(e)));
             }
-            log::warn!(
-                "capture-candle: the decode kernels' cubin built for {} does not load on CUDA device {ordinal} \
-                 ({e}); the driver compiles their PTX instead (tens of seconds the first time on a machine). \
-                 Build with this GPU's CUDA_COMPUTE_CAP to avoid it.",
-                SASS_ARCH.unwrap_or("?")
-            );
-            None
+            if !m.refused.iter().any(|&(_, o)| o == ordinal) {
+                log::warn!(
+                    "capture-candle: the decode kernels' cubin built for {} does not load on CUDA device \
+                     {ordinal} ({e}); the driver compiles their PTX instead (about 30 s the first time on a \
+                     machine). Build with this GPU's CUDA_COMPUTE_CAP to avoid it.",
+                    SASS_ARCH.unwrap_or("?")
+                );
+            }
+            m.refused.push((module.name, ordinal));
+            Ok(None)
         }
-    };
-    loaded.push(Loaded { module: module.name, ordinal, ctx, code: code.clone() });
-    Ok(code)
+    }
 }

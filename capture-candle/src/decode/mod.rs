@@ -34,7 +34,7 @@ mod rope;
 mod sampling;
 
 pub use cache::KvCache;
-pub use code::{kernel_code, KernelCode, PtxWhy};
+pub use code::{kernel_code, KernelCode, PtxWhy, CUBIN_ARCH};
 /// Rows up to which [`matvec`] runs as one fused kernel on CUDA in every dtype and with every
 /// [`Prologue`] (the matrix-vector kernel); [`matvec_rows`] says how many for a dtype.
 pub const MATVEC_ROWS: usize = gpu::GEMV_MAX_M;
