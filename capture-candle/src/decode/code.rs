@@ -2,12 +2,15 @@
 //!
 //! The kernels ship as PTX (`kernels/decode.ptx`, and `kernels/decode_pdl.ptx` for compute
 //! 9.0). PTX is compiled by the driver when its module is loaded, which the crate does at a
-//! process's first launch of one of its kernels: on an H200 that took 30-32 s for both files whenever the driver's cache
-//! (`CUDA_CACHE_PATH`, `~/.nv/ComputeCache`) did not hold them yet, so every fresh machine or
-//! container paid it in its first `generate` (docs/gpu-runs/2026-12-02-issue32/). The build
-//! script therefore compiles the PTX with ptxas for the GPU candle's kernels are built for
-//! (`CUDA_COMPUTE_CAP`, else the first GPU `nvidia-smi` lists), and the crate includes those
-//! cubins. Loading both took 2.4-2.7 ms.
+//! process's first launch of one of its kernels: on an H200 that took 30-32 s for both files
+//! whenever the driver's cache (`CUDA_CACHE_PATH`, `~/.nv/ComputeCache`) did not hold them
+//! yet, so every fresh machine or container paid it in its first `generate`
+//! (docs/gpu-runs/2026-12-02-issue32/). The build script therefore compiles the PTX with ptxas
+//! for the GPU that `CUDA_COMPUTE_CAP` names (the variable candle's build reads; else the first
+//! GPU `nvidia-smi` lists), and the crate includes those cubins. Loading both took 2.4-2.7 ms.
+//!
+//! A capture follows an eager warm-up of the same step ([`crate::CandleStream::warm_up`]), so a
+//! step's modules are loaded before its capture begins.
 //!
 //! Per device, the first launch loads a module: the cubin where one was built and the driver
 //! accepts it for the device, else the PTX (through candle's module cache, as before). A device
