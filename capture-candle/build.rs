@@ -59,34 +59,22 @@ fn build(out: &Path) -> Option<(String, PathBuf, Option<PathBuf>)> {
         println!("cargo::rerun-if-env-changed=PATH");
     }
     let Some(ptxas) = ptxas else {
-        println!(
-            "cargo::warning=capture-candle: no ptxas found (NVCC, CUDA_ROOT, CUDA_PATH, CUDA_HOME, PATH, \
-             /usr/local/cuda): the decode kernels ship as PTX only, which the driver compiles when a \
-             process first loads them (about 30 s the first time on a machine)"
-        );
-        return None;
+        return ptx_only("no ptxas found (NVCC, CUDA_ROOT, CUDA_PATH, CUDA_HOME, PATH, /usr/local/cuda)");
     };
     let (cap, from) = match env::var("CUDA_COMPUTE_CAP") {
         Ok(v) => (v, "CUDA_COMPUTE_CAP"),
         Err(_) => match nvidia_smi_cap() {
             Some(v) => (v, "nvidia-smi's compute_cap"),
             None => {
-                println!(
-                    "cargo::warning=capture-candle: no CUDA_COMPUTE_CAP and no GPU found: the decode kernels \
-                     ship as PTX only, which the driver compiles when a process first loads them (about 30 s \
-                     the first time on a machine); set CUDA_COMPUTE_CAP (e.g. 90) to build machine code for \
-                     that GPU"
+                return ptx_only(
+                    "no CUDA_COMPUTE_CAP and no GPU found (set CUDA_COMPUTE_CAP, e.g. 90, to build machine \
+                     code for that GPU)",
                 );
-                return None;
             }
         },
     };
     let Some((digits, suffix)) = parse_cap(&cap) else {
-        println!(
-            "cargo::warning=capture-candle: {from} {cap:?} is not a compute capability such as 90, sm_90, \
-             8.6 or 90a: the decode kernels ship as PTX only"
-        );
-        return None;
+        return ptx_only(&format!("{from} {cap:?} is not a compute capability such as 90, sm_90, 8.6 or 90a"));
     };
     let arch = format!("sm_{digits}{suffix}");
     let decode = out.join(format!("decode.{arch}.cubin"));
@@ -158,19 +146,21 @@ fn ptxas_ok(ptxas: &Path, arch: &str, ptx: &str, out: &Path) -> bool {
         Ok(o) => {
             let err = String::from_utf8_lossy(&o.stderr);
             let first = err.lines().next().unwrap_or("").to_string();
-            println!(
-                "cargo::warning=capture-candle: {} could not compile {ptx} for {arch} ({first}): the decode \
-                 kernels ship as PTX only",
-                ptxas.display()
-            );
+            ptx_only::<()>(&format!("{} could not compile {ptx} for {arch} ({first})", ptxas.display()));
             false
         }
         Err(e) => {
-            println!(
-                "cargo::warning=capture-candle: could not run {} ({e}): the decode kernels ship as PTX only",
-                ptxas.display()
-            );
+            ptx_only::<()>(&format!("could not run {} ({e})", ptxas.display()));
             false
         }
     }
+}
+
+/// Says in a Cargo warning why the build makes no cubin (`None` for the caller to return).
+fn ptx_only<T>(why: &str) -> Option<T> {
+    println!(
+        "cargo::warning=capture-candle: {why}: the decode kernels ship as PTX only, which the driver \
+         compiles when a process first loads them (about 30 s the first time on a machine)"
+    );
+    None
 }

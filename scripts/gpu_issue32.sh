@@ -30,6 +30,9 @@
 #                                            #   cache cold, warm and off; ptxas to cubins and loading those; the JIT's SASS against
 #                                            #   ptxas's; a test process cold and warm, on the cubins and on the PTX (CAPTURE_CANDLE_JIT=1)
 #   bash scripts/gpu_issue32.sh sass         # llama_bench on the cubins against the PTX (CAPTURE_CANDLE_JIT=1), alternated, greedy
+#   bash scripts/gpu_issue32.sh ragged       # llama_bench --ragged: prompts of mixed lengths prefilled in the given order and by length (RAGGED: 256,1024,2000)
+#   bash scripts/gpu_issue32.sh fallback     # the crate built for sm_80 (.device/candle80, staged with CUDA_COMPUTE_CAP=80): the cubin refused, the PTX
+#                                            #   loaded; decode's and generate's tests on it; the lib's unit tests (the refused-cubin test) on this build
 #   bash scripts/gpu_issue32.sh pdl          # programmatic dependent launch: bench/pdl_gemv_probe.cu, the model's PDL test,
 #                                            #   then llama_bench's fused step against its plain-launch twin (batches 1, 2, 8; positions 64, 2000);
 #                                            #   FULL=1: then decode's and model's every test
@@ -383,6 +386,29 @@ case "$1" in
         CAPTURE_CANDLE_JIT=$j timeout 200 $c/llama_bench --rounds ${ROUNDS:-6} --max-seq 8256 --batches ${BATCHES:-1,8,32} \
           --positions 64,2000,8000 --sampling greedy --paths fused --no-breakdown || failed "llama_bench $r $j"
       done; done
+    } 2>&1 | tee "$out/$tag.txt"
+    ;;
+  ragged)
+    { nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+      for m in $(echo ${RAGGED:-256,1024,2000} | tr , ' '); do
+        timeout 300 $c/llama_bench --rounds ${ROUNDS:-6} --paths none --batches ${BATCHES:-8,32} --ragged $m || failed "ragged $m"
+      done
+    } 2>&1 | tee "$out/$tag.txt"
+    ;;
+  fallback)
+    { nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+      b=$(one capture_candle)
+      echo "=== the lib's unit tests, this build ($b)"
+      timeout 300 "$b" --include-ignored --test-threads=1 2>&1 | grep -vE '^test .* ok$' || failed "lib"
+      c80=.device/candle80
+      [ -d "$c80" ] && source scripts/gpu-candle-env.sh "$c80"
+      for t in decode generate; do
+        b=$(ls $c80/$t-* 2>/dev/null | grep -v '\.d$' | head -1); [ -n "$b" ] || { failed "no $t in $c80"; continue; }
+        export CUDA_CACHE_PATH=$(mktemp -d)
+        echo "=== $t built for sm_80, the driver's cache empty"
+        RUST_LOG=warn /usr/bin/time -f "%e s" timeout 400 "$b" --include-ignored --test-threads=1 --nocapture 2>&1 \
+          | grep -E "device sm_|cubin|test result|panicked|FAILED|failed| s$" || failed "$t sm_80"
+      done
     } 2>&1 | tee "$out/$tag.txt"
     ;;
   *) echo "unknown mode $1"; exit 2 ;;

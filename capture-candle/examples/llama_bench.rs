@@ -8,7 +8,7 @@
 //! ```text
 //! llama_bench [--config NAME] [--rounds R] [--tokens N] [--max-seq S] [--batches 1,8] [--positions 64,2000]
 //!             [--sampling greedy,topk,plain] [--paths eager,unfused,fused,cublas,plain-launch|none] [--no-breakdown]
-//!             [--generator] [--prompt-len 32] [--new-tokens 128]
+//!             [--generator] [--prompt-len 32] [--new-tokens 128] [--ragged MAX]
 //! ```
 //! Each token counts the step and the read-back of the next token to the host (the inputs
 //! are already on the device: the step writes them). Prints a markdown table and, per
@@ -37,6 +37,12 @@
 //! replayed step, and the host's read of the tokens after each (and of the overflow flags once
 //! a row can have reached the cache's end). The decode time per step counts the steps where no
 //! row stopped yet: one replay and its reads each.
+//!
+//! `--ragged MAX`: last, the prefill of prompts of mixed lengths (fixed pseudo-random lengths
+//! from 16 to MAX tokens), for each batch of `--batches`: `Model::prefill_rows` with the rows
+//! in the prompts' given order (how `generate` placed requests until 2026-12-02) and in order
+//! of length (how it places them since), alternated round by round; each time ends with the
+//! read of the rows' first tokens.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -151,11 +157,13 @@ struct Args {
     generator: bool,
     prompt_len: usize,
     new_tokens: usize,
+    /// `--ragged MAX`: the longest prompt of the ragged prefill benchmark (0: not run).
+    ragged: usize,
 }
 
 const USAGE: &str = "usage: llama_bench [--config NAME] [--rounds R] [--tokens N] [--max-seq S] [--batches 1,8] \
 [--positions 64,2000] [--sampling greedy,topk,plain] [--paths eager,unfused,fused,cublas,plain-launch|none] [--no-breakdown] \
-[--generator] [--prompt-len 32] [--new-tokens 128]";
+[--generator] [--prompt-len 32] [--new-tokens 128] [--ragged MAX]";
 
 fn parse_args() -> std::result::Result<Args, String> {
     let mut a = Args {
@@ -171,6 +179,7 @@ fn parse_args() -> std::result::Result<Args, String> {
         generator: false,
         prompt_len: 32,
         new_tokens: 128,
+        ragged: 0,
     };
     fn num<T: std::str::FromStr>(k: &str, v: &str) -> std::result::Result<T, String> {
         v.parse().map_err(|_| format!("{k}: `{v}` is not a number"))
@@ -220,6 +229,7 @@ fn parse_args() -> std::result::Result<Args, String> {
                     }
                     "--prompt-len" => a.prompt_len = num(&k, &v)?,
                     "--new-tokens" => a.new_tokens = num(&k, &v)?,
+                    "--ragged" => a.ragged = num(&k, &v)?,
                     _ => return Err(format!("unknown argument {k}\n{USAGE}")),
                 }
             }
@@ -252,6 +262,12 @@ fn parse_args() -> std::result::Result<Args, String> {
                 p as usize + a.tokens
             ));
         }
+    }
+    if a.ragged > 0 && !(RAGGED_MIN..=a.max_seq).contains(&a.ragged) {
+        return Err(format!(
+            "--ragged {}: the longest prompt is from {RAGGED_MIN} to --max-seq {}",
+            a.ragged, a.max_seq
+        ));
     }
     if a.generator {
         if a.prompt_len == 0 || a.new_tokens == 0 {
@@ -345,6 +361,9 @@ fn main() -> Result<()> {
     }
     if a.generator {
         generator_bench(&a, &model, &mut cs)?;
+    }
+    if a.ragged > 0 {
+        ragged_bench(&a, &model, &mut cs)?;
     }
     Ok(())
 }
@@ -609,6 +628,61 @@ fn generator_bench(a: &Args, model: &Arc<Model>, cs: &mut CandleStream) -> Resul
                 num(step_hi)
             );
         }
+    }
+    Ok(())
+}
+
+/// The shortest prompt of `--ragged`.
+const RAGGED_MIN: usize = 16;
+
+/// `--ragged`: the prefill of prompts of mixed lengths, with the rows in the prompts' order and
+/// in order of length, alternated round by round.
+fn ragged_bench(a: &Args, model: &Arc<Model>, cs: &mut CandleStream) -> Result<()> {
+    let vocab = model.config().vocab_size;
+    println!(
+        "\n## Prefill of ragged prompts ({RAGGED_MIN} to {} tokens), the rows in the prompts' order and in order of length, {} rounds\n",
+        a.ragged, a.rounds
+    );
+    println!("| batch | prompt tokens | given order ms (median) | min | max | by length ms (median) | min | max | given ÷ by length |");
+    println!("|---|---|---|---|---|---|---|---|---|");
+    for &batch in &a.batches {
+        let state = model.new_state(batch)?;
+        // Fixed pseudo-random lengths (xorshift), the same for every run.
+        let mut h = 0x9e37_79b9_7f4a_7c15u64 ^ batch as u64;
+        let prompts: Vec<Vec<u32>> = (0..batch)
+            .map(|row| {
+                h ^= h << 13;
+                h ^= h >> 7;
+                h ^= h << 17;
+                let len = RAGGED_MIN + (h % (a.ragged - RAGGED_MIN + 1) as u64) as usize;
+                (0..len).map(|i| ((row * 131 + i * 17 + 7) % vocab) as u32).collect()
+            })
+            .collect();
+        let given: Vec<&[u32]> = prompts.iter().map(Vec::as_slice).collect();
+        let mut by_length = given.clone();
+        by_length.sort_by_key(|p| p.len());
+        let tokens: usize = given.iter().map(|p| p.len()).sum();
+        let mut times = [Vec::new(), Vec::new()];
+        for round in 0..=a.rounds {
+            for (k, order) in [&given, &by_length].into_iter().enumerate() {
+                cs.stream().synchronize()?;
+                let t0 = Instant::now();
+                model.prefill_rows(&state, order)?;
+                state.read_tokens()?;
+                if round > 0 {
+                    times[k].push(t0.elapsed().as_secs_f64() * 1e3);
+                }
+            }
+        }
+        let [(g, g_lo, g_hi), (l, l_lo, l_hi)] = times.map(|mut t| median(&mut t));
+        println!(
+            "| {batch} | {tokens} | {g:.2} | {g_lo:.2} | {g_hi:.2} | {l:.2} | {l_lo:.2} | {l_hi:.2} | {:.3} |",
+            g / l
+        );
+        println!(
+            "json {{\"side\":\"capture-candle\",\"bench\":\"ragged\",\"batch\":{batch},\"max_prompt\":{},\"prompt_tokens\":{tokens},\"given_ms\":{g:.4},\"by_length_ms\":{l:.4}}}",
+            a.ragged
+        );
     }
     Ok(())
 }

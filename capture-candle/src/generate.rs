@@ -225,9 +225,16 @@ fn check(model: &Model, requests: &[Request]) -> Result<()> {
     Ok(())
 }
 
-/// Prefills every request into its row of `state` (together: [`Model::prefill_rows`]), then
+/// Prefills every request into a row of `state` (together: [`Model::prefill_rows`]), then
 /// calls `advance` (one decode step of every row: a graph replay or an eager step) until every
 /// sequence has stopped.
+///
+/// The requests take the rows in order of prompt length (the shortest in row 0; equal lengths
+/// in the requests' order). The prefill's rounds take a contiguous span of rows, and rows in
+/// it that have no tokens left sit the round out at full cost; in this order the rows with
+/// tokens left are always the last ones, so no round computes a finished row. A row's draws
+/// do not depend on its place (each row has its own seed and counter); results and callbacks
+/// are in the requests' order.
 ///
 /// After each step the host reads the rows' tokens, and their overflow flags only where a flag
 /// can have been set: a step sets a row's flag when the row's position is at or past the
@@ -241,38 +248,42 @@ fn run(
     mut advance: impl FnMut() -> Result<()>,
     mut on_tokens: impl FnMut(&NewTokens<'_>),
 ) -> Result<Vec<Generation>> {
+    // `order[row]`: the request in `row`.
+    let mut order: Vec<usize> = (0..requests.len()).collect();
+    order.sort_by_key(|&i| requests[i].prompt.len());
     // The rows past the requests (a bucket's padding) inactive, at position 0.
     let pad = state.batch().saturating_sub(requests.len());
     if pad > 0 {
         state.rows(requests.len(), pad)?.set_rows(&vec![0; pad], &vec![false; pad])?;
     }
-    for (row, r) in requests.iter().enumerate() {
-        state.sampler().set(row, &r.sampling, r.seed)?;
+    for (row, &i) in order.iter().enumerate() {
+        state.sampler().set(row, &requests[i].sampling, requests[i].seed)?;
     }
     // Every prompt in the same launches.
-    let prompts: Vec<&[u32]> = requests.iter().map(|r| r.prompt.as_slice()).collect();
+    let prompts: Vec<&[u32]> = order.iter().map(|&i| requests[i].prompt.as_slice()).collect();
     model.prefill_rows(state, &prompts)?;
+    // By request, as given.
     let mut out: Vec<Generation> =
         requests.iter().map(|_| Generation { tokens: Vec::new(), stop: StopReason::Limit }).collect();
     let mut done = vec![false; requests.len()];
     let mut new = vec![None; requests.len()];
     // Each row's position after its prefill (one read), and the cache's end.
     let start = state.read_pos()?;
-    let end = state.caches().first().map_or(model.max_seq(), |c| c.max_seq());
+    let end = state.max_seq();
     let mut started = Instant::now();
     let mut steps = 0usize;
     loop {
         let toks = state.read_tokens()?;
         // The last step ran at `start + steps - 1` in every active row: a flag can be set only
-        // where that reached the end (read at `start + steps >= end`, a step early, and after
-        // the prefill always).
-        let may_overflow =
-            steps == 0 || (0..requests.len()).any(|row| !done[row] && start[row] as usize + steps >= end);
+        // where that reached the end (read at `start + steps >= end`, a step early). The
+        // prefill's own step ran below the end (a prompt fits the cache), so it set none.
+        let may_overflow = order.iter().enumerate().any(|(row, &i)| !done[i] && start[row] as usize + steps >= end);
         let over = if may_overflow { state.read_overflow()? } else { vec![false; state.batch()] };
-        for (row, r) in requests.iter().enumerate() {
-            new[row] = None;
-            if !done[row] {
-                new[row] = accept(stop_tokens, row, toks[row], over[row], r, &mut out, &mut done, state)?;
+        for (row, &i) in order.iter().enumerate() {
+            new[i] = None;
+            if !done[i] {
+                let seq = Sequence { row, request: &requests[i], out: &mut out[i], done: &mut done[i] };
+                new[i] = seq.accept(stop_tokens, toks[row], over[row], state)?;
             }
         }
         on_tokens(&NewTokens {
@@ -297,36 +308,36 @@ fn run(
     }
 }
 
-/// Takes row `row`'s token into its generation, and stops the row (inactive from then on)
-/// where the token ends it. Returns the token kept, if any.
-#[allow(clippy::too_many_arguments)]
-fn accept(
-    stop_tokens: &[u32],
+/// One request's sequence, decoding in row `row`.
+struct Sequence<'a> {
     row: usize,
-    token: u32,
-    overflow: bool,
-    r: &Request,
-    out: &mut [Generation],
-    done: &mut [bool],
-    state: &DecodeState,
-) -> Result<Option<u32>> {
-    let g = &mut out[row];
-    let kept = if overflow {
-        g.stop = StopReason::CacheFull;
-        None
-    } else {
-        g.tokens.push(token);
-        if stop_tokens.contains(&token) {
-            g.stop = StopReason::StopToken(token);
-        } else if g.tokens.len() >= r.max_new_tokens {
-            g.stop = StopReason::Limit;
+    request: &'a Request,
+    out: &'a mut Generation,
+    done: &'a mut bool,
+}
+
+impl Sequence<'_> {
+    /// Takes the row's token into the generation, and stops the row (inactive from then on)
+    /// where the token ends it. Returns the token kept, if any.
+    fn accept(self, stop_tokens: &[u32], token: u32, overflow: bool, state: &DecodeState) -> Result<Option<u32>> {
+        let g = self.out;
+        let kept = if overflow {
+            g.stop = StopReason::CacheFull;
+            None
         } else {
-            return Ok(Some(token));
-        }
-        Some(token)
-    };
-    done[row] = true;
-    let pos = state.read_pos()?[row];
-    state.set_row(row, pos, false)?;
-    Ok(kept)
+            g.tokens.push(token);
+            if stop_tokens.contains(&token) {
+                g.stop = StopReason::StopToken(token);
+            } else if g.tokens.len() >= self.request.max_new_tokens {
+                g.stop = StopReason::Limit;
+            } else {
+                return Ok(Some(token));
+            }
+            Some(token)
+        };
+        *self.done = true;
+        let pos = state.read_pos()?[self.row];
+        state.set_row(self.row, pos, false)?;
+        Ok(kept)
+    }
 }

@@ -1,7 +1,7 @@
 //! The generate loop on a GPU (issue #21 part 3, and the bad-input lists of #21 and #22):
-//! batch buckets with padded rows that stay inert, buckets replayed alternately, a sequence
-//! that reaches the end of its cache (also eagerly, on the CPU), and requests refused before
-//! any work.
+//! batch buckets with padded rows that stay inert, buckets replayed alternately, requests out
+//! of length order (also eagerly, on the CPU), a sequence that reaches the end of its cache
+//! (also eagerly), and requests refused before any work.
 
 mod common;
 
@@ -58,6 +58,12 @@ fn padded_rows_are_inert_and_buckets_alternate_safely() {
             }
             assert_eq!(eager, want.tokens, "request {i}: replayed buckets give eager's tokens ({sampling:?})");
         }
+        // The requests in reverse order (longest prompt first) take the rows shortest first;
+        // the results come back in the requests' order.
+        let reversed: Vec<Request> = (0..3).rev().map(|i| request(i, 24, sampling)).collect();
+        let mut back = gen.generate(&mut cs, &reversed, |_| {}).unwrap();
+        back.reverse();
+        assert_eq!(back, alone, "requests given longest first ({sampling:?})");
         let state = &gen.decoder().state;
         assert_eq!(state.read_pos().unwrap()[3], 0, "the padded row never moved");
         // Buckets 1, 4, 2, 1 one after another: each gives the same as before.
@@ -107,6 +113,51 @@ fn the_eager_loop_stops_at_the_cache_end_however_near_it_starts() {
     r.max_new_tokens = 7;
     let out = generate_eager(&model, &[], &[r], |_| {}).unwrap();
     assert_eq!((out[0].stop, out[0].tokens.len()), (StopReason::Limit, 7));
+}
+
+/// Requests whose prompts are not in order of length (the loop places them by length, `run`)
+/// give, each, what it gives alone, in the order given: their results, their stop reasons, and
+/// the tokens the callback hands out for each request step by step. On the CPU, eagerly.
+#[test]
+fn requests_out_of_length_order_each_get_their_own_results() {
+    use capture_candle::generate::generate_eager;
+    let dev = candle_core::Device::Cpu;
+    let model = Model::random(&Config::tiny(Family::Qwen2), DType::F32, 64, &dev, 3).unwrap();
+    let topk = SamplingParams::new(0.8, 20, 0.9).unwrap();
+    let mut reqs: Vec<Request> =
+        [(6, 9, SamplingParams::GREEDY), (0, 5, topk), (9, 12, topk), (1, 7, SamplingParams::GREEDY)]
+            .into_iter()
+            .map(|(i, n, s)| request(i, n, s))
+            .collect();
+    // Two prompts of one length, apart.
+    reqs.push(Request { seed: 77, ..request(6, 4, topk) });
+    let alone: Vec<Generation> =
+        reqs.iter().map(|r| generate_eager(&model, &[], std::slice::from_ref(r), |_| {}).unwrap().remove(0)).collect();
+    // A stop token that one of them draws, for every request.
+    let stop = alone[2].tokens[3];
+    let mut seen: Vec<Vec<u32>> = vec![Vec::new(); reqs.len()];
+    let mut last_done = vec![false; reqs.len()];
+    let together = generate_eager(&model, &[stop], &reqs, |t| {
+        for (i, tok) in t.tokens.iter().enumerate() {
+            seen[i].extend(tok);
+            assert!(!last_done[i] || tok.is_none(), "request {i} got a token after it stopped");
+        }
+        last_done.copy_from_slice(t.done);
+    })
+    .unwrap();
+    assert!(last_done.iter().all(|d| *d));
+    for (i, (got, want)) in together.iter().zip(&alone).enumerate() {
+        let cut = want.tokens.iter().position(|&t| t == stop);
+        match cut {
+            Some(at) => {
+                assert_eq!(got.tokens, want.tokens[..=at], "request {i}");
+                assert_eq!(got.stop, StopReason::StopToken(stop), "request {i}");
+            }
+            None => assert_eq!(got, want, "request {i}"),
+        }
+        assert_eq!(seen[i], got.tokens, "request {i}: the callback's tokens");
+    }
+    assert_eq!(together[2].stop, StopReason::StopToken(stop), "request 2 draws the stop token");
 }
 
 #[test]

@@ -89,25 +89,26 @@ pub enum PtxWhy {
 /// # Ok(()) }
 /// ```
 pub fn kernel_code(dev: &CudaDevice) -> Result<KernelCode> {
-    if jit_asked() {
-        return Ok(KernelCode::Ptx(PtxWhy::Asked));
-    }
-    let (Some(arch), Some(bytes)) = (SASS_ARCH, DECODE.sass) else { return Ok(KernelCode::Ptx(PtxWhy::NotBuilt)) };
-    let mut all = sass_module(dev, &DECODE, bytes)?.is_some();
-    // The programmatic-launch module, where the device launches it (compute 9.0 and later).
-    if let Some(pdl) = DECODE_PDL.sass {
-        if all && crate::raw::programmatic_launch_supported(dev)? {
-            all = sass_module(dev, &DECODE_PDL, pdl)?.is_some();
+    // The programmatic-launch module too, where the device launches it (compute 9.0 on).
+    let pdl = crate::raw::programmatic_launch_supported(dev)?.then_some(&DECODE_PDL);
+    for module in std::iter::once(&DECODE).chain(pdl) {
+        match cubin(dev, module)? {
+            Cubin::Loaded(_) => {}
+            Cubin::Asked => return Ok(KernelCode::Ptx(PtxWhy::Asked)),
+            Cubin::NotBuilt => return Ok(KernelCode::Ptx(PtxWhy::NotBuilt)),
+            Cubin::Refused(built) => return Ok(KernelCode::Ptx(PtxWhy::OtherGpu { built })),
         }
     }
-    Ok(if all { KernelCode::Sass { arch } } else { KernelCode::Ptx(PtxWhy::OtherGpu { built: arch }) })
+    Ok(KernelCode::Sass { arch: SASS_ARCH.unwrap_or("?") })
 }
 
-/// Every kernel but the programmatic-launch ones.
+/// Every kernel but the programmatic-launch ones: PTX for compute 8.0, built from
+/// `kernels/decode.cu` by `scripts/build-candle-ptx.sh`.
 pub(crate) static DECODE: Module =
     Module { name: "capture_candle_decode", ptx: include_str!("../../kernels/decode.ptx"), sass: DECODE_SASS };
-/// The kernels the step launches programmatically, with programmatic dependent launch's hooks
-/// (compute 9.0).
+/// The kernels the step launches programmatically (the fused attention, gemv, mmv), with
+/// programmatic dependent launch's hooks: PTX for compute 9.0 (`DECODE_PDL` in
+/// `kernels/decode.cu`), built by the same script.
 pub(crate) static DECODE_PDL: Module = Module {
     name: "capture_candle_decode_pdl",
     ptx: include_str!("../../kernels/decode_pdl.ptx"),
@@ -117,28 +118,43 @@ pub(crate) static DECODE_PDL: Module = Module {
 /// The kernel `name` of `module` on `dev`: from the module's cubin where it loads on `dev`,
 /// else from its PTX.
 pub(crate) fn function(dev: &CudaDevice, module: &Module, name: &str) -> Result<CudaFunction> {
-    let cuda = |e| candle_core::Error::Cuda(Box::new(e));
-    if !jit_asked() {
-        match module.sass {
-            Some(bytes) => {
-                if let Some(m) = sass_module(dev, module, bytes)? {
-                    return m.load_function(name).map_err(cuda);
-                }
-            }
-            None => {
-                static SAID: OnceLock<()> = OnceLock::new();
-                SAID.get_or_init(|| {
-                    log::warn!(
-                        "capture-candle was built without cubins (no ptxas, or no CUDA_COMPUTE_CAP and no GPU, \
-                         at build time): the driver compiles the decode kernels' PTX when a process first loads \
-                         them, about 30 s on a machine whose driver cache does not hold them yet. Build with \
-                         CUDA_COMPUTE_CAP set (e.g. 90) to include machine code for that GPU."
-                    )
-                });
-            }
+    match cubin(dev, module)? {
+        Cubin::Loaded(m) => return m.load_function(name).map_err(|e| candle_core::Error::Cuda(Box::new(e))),
+        Cubin::NotBuilt => {
+            static SAID: OnceLock<()> = OnceLock::new();
+            SAID.get_or_init(|| {
+                log::warn!(
+                    "capture-candle was built without cubins (no ptxas, or no CUDA_COMPUTE_CAP and no GPU, \
+                     at build time): the driver compiles the decode kernels' PTX when a process first loads \
+                     them, about 30 s on a machine whose driver cache does not hold them yet. Build with \
+                     CUDA_COMPUTE_CAP set (e.g. 90) to include machine code for that GPU."
+                )
+            });
         }
+        Cubin::Asked | Cubin::Refused(_) => {}
     }
     Ok(dev.get_or_load_custom_func(name, module.name, module.ptx)?.into_cuda_function())
+}
+
+/// Whether `module` runs from its cubin on a device, and why not.
+pub(super) enum Cubin {
+    Loaded(Arc<CudaModule>),
+    /// `CAPTURE_CANDLE_JIT=1`.
+    Asked,
+    /// The build made no cubin of this module (none at all, or none below compute 9.0 for
+    /// the programmatic-launch one).
+    NotBuilt,
+    /// The driver refused the cubin built for this architecture on this device.
+    Refused(&'static str),
+}
+
+/// The one place that decides between a module's cubin and its PTX.
+pub(super) fn cubin(dev: &CudaDevice, module: &Module) -> Result<Cubin> {
+    if jit_asked() {
+        return Ok(Cubin::Asked);
+    }
+    let (Some(bytes), Some(arch)) = (module.sass, SASS_ARCH) else { return Ok(Cubin::NotBuilt) };
+    Ok(sass_module(dev, module, bytes)?.map_or(Cubin::Refused(arch), Cubin::Loaded))
 }
 
 fn jit_asked() -> bool {

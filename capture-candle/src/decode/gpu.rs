@@ -9,16 +9,6 @@ use crate::raw::{self, device_address, Arg};
 
 use super::code::{self, DECODE, DECODE_PDL};
 
-/// The kernels' PTX (compute_80), built from `kernels/decode.cu` by
-/// `scripts/build-candle-ptx.sh`; with its cubin, if the build made one, in [`code`].
-#[cfg(test)]
-const PTX: &str = DECODE.ptx;
-/// The kernels the step launches programmatically (the fused attention, gemv, mmv) with
-/// programmatic dependent launch's hooks (compute_90; `DECODE_PDL` in `kernels/decode.cu`),
-/// built by the same script.
-#[cfg(test)]
-const PTX_PDL: &str = DECODE_PDL.ptx;
-
 fn cuda(t: &Tensor) -> Result<CudaDevice> {
     match t.device() {
         Device::Cuda(d) => Ok(d.clone()),
@@ -843,7 +833,7 @@ mod tests {
                 assert_eq!(name.ends_with("_m0"), mode == 0 && !glu, "{name}");
                 assert_eq!(name.ends_with("_m1"), mode == 1, "{name}");
                 for suf in ["f32", "f16", "bf16"] {
-                    for (file, ptx) in [("decode.ptx", PTX), ("decode_pdl.ptx", PTX_PDL)] {
+                    for (file, ptx) in [("decode.ptx", DECODE.ptx), ("decode_pdl.ptx", DECODE_PDL.ptx)] {
                         let entry = format!(".entry {name}_{suf}(");
                         assert!(ptx.contains(&entry), "{file} has no {name}_{suf}");
                     }
@@ -984,5 +974,57 @@ mod tests {
             assert_eq!((threads, smem), (256, 97_344), "n {n}");
         }
         assert!(mmv_launch(13_824, 5120, true, true).3 > MMV_MAX_SMEM);
+    }
+
+    /// A cubin the driver refuses for the device (built for another GPU) gives the kernels
+    /// from the PTX: `code::function`'s fallback, on a GPU. The cubin is this build's, with the
+    /// architecture in its ELF header (`e_flags` bits 8-15: 0x5a for sm_90) set to one of
+    /// another major version, which the driver cannot run here. A kernel from the fallback
+    /// gives the bits of the same kernel loaded as the crate loads it.
+    #[test]
+    #[ignore = "needs a CUDA device"]
+    fn a_cubin_for_another_gpu_falls_back_to_the_ptx_gpu() {
+        use super::code::{cubin, function, Cubin, Module};
+        let dev = match Device::new_cuda(0) {
+            Ok(d) => d,
+            Err(e) => {
+                assert!(
+                    std::env::var_os("CAPTURE_REQUIRE_GPU").is_none(),
+                    "CAPTURE_REQUIRE_GPU is set but no GPU: {e}"
+                );
+                return;
+            }
+        };
+        let cuda = dev.as_cuda_device().unwrap();
+        let (Some(real), Some(_)) = (DECODE.sass, code::CUBIN_ARCH) else {
+            eprintln!("skipped: built without cubins, nothing to refuse");
+            return;
+        };
+        let (major, _) = cuda.cuda_stream().context().compute_capability().unwrap();
+        let mut other = real.to_vec();
+        assert_eq!(&other[..4], b"\x7fELF");
+        other[49] = if major == 8 { 90 } else { 80 };
+        let module: &'static Module = Box::leak(Box::new(Module {
+            name: "capture_candle_decode_other_gpu_test",
+            ptx: DECODE.ptx,
+            sass: Some(Box::leak(other.into_boxed_slice())),
+        }));
+        for _ in 0..2 {
+            // Refused, then remembered as refused.
+            assert!(matches!(cubin(cuda, module).unwrap(), Cubin::Refused(_)), "the driver took the cubin");
+        }
+        let x = Tensor::from_vec(
+            (0..2 * 3 * 40).map(|i| (i as f32 * 0.37).sin() * 4.0).collect::<Vec<f32>>(),
+            (3, 80),
+            &dev,
+        )
+        .unwrap();
+        let want = silu_mul(&x).unwrap().to_vec2::<f32>().unwrap();
+        let out = raw::uninit((3, 40), DType::F32, &dev).unwrap();
+        let cfg = LaunchConfig { grid_dim: (1, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
+        let args = [addr(Some(&x)).unwrap(), Arg::U32(40), Arg::U64(120), addr(Some(&out)).unwrap()];
+        let f = function(cuda, module, "silu_mul_f32").unwrap();
+        raw::launch(cuda, &f, cfg, &args, false).unwrap();
+        assert_eq!(out.to_vec2::<f32>().unwrap(), want);
     }
 }

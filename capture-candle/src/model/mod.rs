@@ -107,10 +107,9 @@ impl Workspace {
         let (dev, dt) = (&m.device, m.dtype);
         let new = |cols: usize| crate::raw::uninit((n, cols), dt, dev);
         let qkv_width = (cfg.num_attention_heads + 2 * cfg.num_key_value_heads) * cfg.head_dim;
-        let max_seq = state.caches().first().map_or(m.max_seq, |c| c.max_seq());
         let heads = (n, cfg.num_attention_heads, 1, cfg.head_dim);
         let scratch_len =
-            decode::gpu::attention_scratch_len(heads, (cfg.num_key_value_heads, max_seq)).unwrap_or(0).max(1);
+            decode::gpu::attention_scratch_len(heads, (cfg.num_key_value_heads, state.max_seq())).unwrap_or(0).max(1);
         Ok(Self {
             qkv: new(qkv_width)?,
             scratch: crate::raw::uninit(scratch_len, DType::F32, dev)?,
@@ -616,7 +615,6 @@ impl Model {
     /// for an empty prompt, a row outside the batch, or a token id outside the vocabulary;
     /// [`Error::BadOperands`] for a state made for another model: all before any work.
     pub fn prefill(&self, state: &DecodeState, row: usize, prompt: &[u32]) -> Result<()> {
-        self.check_prompt(prompt)?;
         self.prefill_rows(&state.rows(row, 1)?, &[prompt])
     }
 
@@ -632,7 +630,9 @@ impl Model {
     /// than that: one token a row beyond), and the rows in that span with nothing left sit it
     /// out (inactive: computed, their caches not written). So rows that finish early in the
     /// middle of the span cost compute until the rows around them finish: two long prompts
-    /// around many short ones take as many token rows as if all were long. Then the last
+    /// around many short ones take as many token rows as if all were long. Prompts in order of
+    /// length, shortest first (as [`Generator`](crate::generate::Generator) places its
+    /// requests), waste none: the rows left are always the last. Then the last
     /// tokens go through one decode step ([`step`](Self::step)) over these rows, which draws
     /// every row's first token: the first token comes from the kernels the later steps take at
     /// this many rows (a padded bucket's graph may take others).
@@ -654,7 +654,7 @@ impl Model {
         if !fits {
             return Err(Error::operands("Model::prefill_rows", "the state was made for a model of other shapes"));
         }
-        let cache = state.caches().first().map_or(self.max_seq, |c| c.max_seq()).min(self.max_seq);
+        let cache = state.max_seq().min(self.max_seq);
         for p in prompts {
             self.check_prompt(p)?;
             if p.len() > cache {

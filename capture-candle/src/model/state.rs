@@ -27,6 +27,8 @@ pub struct DecodeState {
     logits: Tensor,
     row0: usize,
     batch: usize,
+    /// Positions each row's KV cache holds.
+    max_seq: usize,
 }
 
 impl DecodeState {
@@ -51,6 +53,7 @@ impl DecodeState {
             logits: Tensor::zeros((batch, cfg.vocab_size), model.dtype(), dev)?,
             row0: 0,
             batch,
+            max_seq: model.max_seq(),
         })
     }
 
@@ -73,6 +76,11 @@ impl DecodeState {
     /// Set to 1 for a row whose position reached the end of its cache.
     pub fn overflow(&self) -> &Tensor {
         &self.overflow
+    }
+    /// Positions each row's KV cache holds (the model's `max_seq` when the state was made): a
+    /// step at a position past them sets the row's overflow flag.
+    pub fn max_seq(&self) -> usize {
+        self.max_seq
     }
     /// Each layer's KV cache.
     pub fn caches(&self) -> &[KvCache] {
@@ -127,6 +135,7 @@ impl DecodeState {
             logits: self.logits.clone(),
             row0: self.row0 + start,
             batch: len,
+            max_seq: self.max_seq,
         })
     }
 
