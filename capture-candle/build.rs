@@ -146,21 +146,26 @@ fn ptxas_ok(ptxas: &Path, arch: &str, ptx: &str, out: &Path) -> bool {
         Ok(o) => {
             let err = String::from_utf8_lossy(&o.stderr);
             let first = err.lines().next().unwrap_or("").to_string();
-            ptx_only::<()>(&format!("{} could not compile {ptx} for {arch} ({first})", ptxas.display()));
+            warn_ptx_only(&format!("{} could not compile {ptx} for {arch} ({first})", ptxas.display()));
             false
         }
         Err(e) => {
-            ptx_only::<()>(&format!("could not run {} ({e})", ptxas.display()));
+            warn_ptx_only(&format!("could not run {} ({e})", ptxas.display()));
             false
         }
     }
 }
 
-/// Says in a Cargo warning why the build makes no cubin (`None` for the caller to return).
-fn ptx_only<T>(why: &str) -> Option<T> {
+/// Says in a Cargo warning why the build makes no cubin.
+fn warn_ptx_only(why: &str) {
     println!(
         "cargo::warning=capture-candle: {why}: the decode kernels ship as PTX only, which the driver \
          compiles when a process first loads them (about 30 s the first time on a machine)"
     );
+}
+
+/// [`warn_ptx_only`], and `None` for the caller to return.
+fn ptx_only<T>(why: &str) -> Option<T> {
+    warn_ptx_only(why);
     None
 }

@@ -232,9 +232,10 @@ fn check(model: &Model, requests: &[Request]) -> Result<()> {
 /// The requests take the rows in order of prompt length (the shortest in row 0; equal lengths
 /// in the requests' order). The prefill's rounds take a contiguous span of rows, and rows in
 /// it that have no tokens left sit the round out at full cost; in this order the rows with
-/// tokens left are always the last ones, so no round computes a finished row. A row's draws
-/// do not depend on its place (each row has its own seed and counter); results and callbacks
-/// are in the requests' order.
+/// tokens left are always the last ones, so no round computes a finished row. A row's seed
+/// and counter do not depend on its place; its prefill's rounds depend on the other prompts
+/// (as they did before), so in bf16 or f16 its logits can differ from the same request's
+/// alone in the last bits. Results and callbacks are in the requests' order.
 ///
 /// After each step the host reads the rows' tokens, and their overflow flags only where a flag
 /// can have been set: a step sets a row's flag when the row's position is at or past the

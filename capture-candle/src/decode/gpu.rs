@@ -978,9 +978,11 @@ mod tests {
 
     /// A cubin the driver refuses for the device (built for another GPU) gives the kernels
     /// from the PTX: `code::function`'s fallback, on a GPU. The cubin is this build's, with the
-    /// architecture in its ELF header (`e_flags` bits 8-15: 0x5a for sm_90) set to one of
-    /// another major version, which the driver cannot run here. A kernel from the fallback
-    /// gives the bits of the same kernel loaded as the crate loads it.
+    /// architecture in its ELF header's `e_flags` set to one of another major version, which
+    /// the driver cannot run here. Where the header's ABI version (byte 8) is 8, as CUDA 13's
+    /// ptxas writes it, the architecture is `e_flags` bits 8-15 (0x5a for sm_90: byte 49);
+    /// where it is 7 (older ptxas), bits 0-7 (byte 48). A kernel from the fallback gives the
+    /// bits of the same kernel loaded as the crate loads it.
     #[test]
     #[ignore = "needs a CUDA device"]
     fn a_cubin_for_another_gpu_falls_back_to_the_ptx_gpu() {
@@ -996,23 +998,28 @@ mod tests {
             }
         };
         let cuda = dev.as_cuda_device().unwrap();
-        let (Some(real), Some(_)) = (DECODE.sass, code::CUBIN_ARCH) else {
+        let (Some(real), Some(arch)) = (DECODE.sass, code::CUBIN_ARCH) else {
             eprintln!("skipped: built without cubins, nothing to refuse");
             return;
         };
         let (major, _) = cuda.cuda_stream().context().compute_capability().unwrap();
         let mut other = real.to_vec();
-        assert_eq!(&other[..4], b"\x7fELF");
-        other[49] = if major == 8 { 90 } else { 80 };
+        // A 64-bit little-endian ELF for EM_CUDA (190).
+        assert_eq!((&other[..4], other[4], other[5], &other[18..20]), (&b"\x7fELF"[..], 2, 1, &[190, 0][..]));
+        let at = match other[8] {
+            7 => 48,
+            8 => 49,
+            v => panic!("a cubin header of ABI version {v}: this test knows 7 and 8"),
+        };
+        let sm: u8 = arch.trim_start_matches("sm_").trim_end_matches(['a', 'f']).parse().unwrap();
+        assert_eq!(other[at], sm, "the header's architecture byte is {arch}'s");
+        other[at] = if major == 8 { 90 } else { 80 };
         let module: &'static Module = Box::leak(Box::new(Module {
             name: "capture_candle_decode_other_gpu_test",
             ptx: DECODE.ptx,
             sass: Some(Box::leak(other.into_boxed_slice())),
         }));
-        for _ in 0..2 {
-            // Refused, then remembered as refused.
-            assert!(matches!(cubin(cuda, module).unwrap(), Cubin::Refused(_)), "the driver took the cubin");
-        }
+        assert!(matches!(cubin(cuda, module).unwrap(), Cubin::Refused(_)), "the driver took the cubin");
         let x = Tensor::from_vec(
             (0..2 * 3 * 40).map(|i| (i as f32 * 0.37).sin() * 4.0).collect::<Vec<f32>>(),
             (3, 80),
