@@ -31,7 +31,8 @@
 #                                            #   ptxas's; a test process cold and warm, on the cubins and on the PTX (CAPTURE_CANDLE_JIT=1)
 #   bash scripts/gpu_issue32.sh sass         # llama_bench on the cubins against the PTX (CAPTURE_CANDLE_JIT=1), alternated, greedy
 #   bash scripts/gpu_issue32.sh ragged       # llama_bench --ragged: prompts of mixed lengths prefilled in the given order and by length (RAGGED: 256,1024,2000)
-#   bash scripts/gpu_issue32.sh ncu-prefill  # Nsight Compute's kernel times over the first 2,600 launches of llama_bench --ragged 2000 at batch 8 (run 189)
+#   bash scripts/gpu_issue32.sh ncu-prefill  # Nsight Compute's kernel times over the first 2,600 launches of llama_bench --ragged 2000 at batch 8 (run 189);
+#                                            #   bench/torch_prefill_attention.py, PyTorch's flash attention over the same work (run 191)
 #   bash scripts/gpu_issue32.sh fallback     # the crate built for sm_80 (.device/candle80, staged with CUDA_COMPUTE_CAP=80): the cubin refused, the PTX
 #                                            #   loaded; decode's and generate's tests on it; the lib's unit tests (the refused-cubin test) on this build
 #   bash scripts/gpu_issue32.sh pdl          # programmatic dependent launch: bench/pdl_gemv_probe.cu, the model's PDL test,
@@ -399,7 +400,11 @@ case "$1" in
   ncu-prefill)
     ( cd /tmp && timeout 420 ncu --metrics gpu__time_duration.sum --csv --print-units base --clock-control none --launch-count 2600 \
         "$OLDPWD/$c/llama_bench" --rounds 1 --paths none --batches 8 --ragged 2000 ) > "$out/$tag.csv" || failed "ncu"
-    python3 bench/ncu_sum.py "$out/$tag.csv" attention 3 | tee "$out/$tag.txt"
+    python3 bench/ncu_sum.py "$out/$tag.csv" attention 3 sample_pick | tee "$out/$tag.txt"
+    # The same attention work through PyTorch's flash attention (run 191).
+    for b in 8 32; do for m in 1024 2000; do
+      timeout 120 python3 bench/torch_prefill_attention.py --batch $b --ragged $m --rounds 10 || failed "sdpa $b $m"
+    done; done 2>&1 | tee -a "$out/$tag.txt"
     ;;
   fallback)
     { nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
