@@ -33,7 +33,7 @@
 #   bash scripts/gpu_issue32.sh ragged       # llama_bench --ragged: prompts of mixed lengths prefilled in the given order and by length (RAGGED: 256,1024,2000)
 #   bash scripts/gpu_issue32.sh ncu-prefill  # Nsight Compute's kernel times over the first 2,600 launches of llama_bench --ragged 2000 at batch 8 (run 189);
 #                                            #   bench/torch_prefill_attention.py, PyTorch's flash attention over the same work (run 191)
-#   bash scripts/gpu_issue32.sh fallback     # the crate built for sm_80 (.device/candle80, staged with CUDA_COMPUTE_CAP=80): the cubin refused, the PTX
+#   bash scripts/gpu_issue32.sh fallback     # the crate built for sm_80 (.device/candle80: scripts/stage-issue30.sh's header): the cubin refused, the PTX
 #                                            #   loaded; decode's and generate's tests on it; the lib's unit tests (the refused-cubin test) on this build
 #   bash scripts/gpu_issue32.sh pdl          # programmatic dependent launch: bench/pdl_gemv_probe.cu, the model's PDL test,
 #                                            #   then llama_bench's fused step against its plain-launch twin (batches 1, 2, 8; positions 64, 2000);

@@ -3,8 +3,10 @@
 # ownership, model_proof and generate examples, xz-compressed, in .device/candle/.
 set -euo pipefail
 root=$(git rev-parse --show-toplevel); cd "$root"
-out="$root/.device/candle"; rm -rf "$out"; mkdir -p "$out"
-# STAGE_ONLY="own gpu" stages those targets alone.
+out="$root/${STAGE_OUT:-.device/candle}"; rm -rf "$out"; mkdir -p "$out"
+# STAGE_ONLY="own gpu" stages those targets alone; STAGE_OUT=.device/candle80 stages into another
+# folder. A build for another GPU (gpu_issue32.sh fallback), in its own target folder:
+#   CUDA_COMPUTE_CAP=80 CARGO_TARGET_DIR=/tmp/t80 STAGE_OUT=.device/candle80 STAGE_ONLY="decode generate" scripts/stage-issue30.sh
 build() { scripts/cuda-build-env.sh cargo "$@" --release --manifest-path capture-candle/Cargo.toml --message-format=json; }
 pick='
 import json, sys, shutil, os
