@@ -33,6 +33,9 @@
 #   bash scripts/gpu_issue32.sh ragged       # llama_bench --ragged: prompts of mixed lengths prefilled in the given order and by length (RAGGED: 256,1024,2000)
 #   bash scripts/gpu_issue32.sh ncu-prefill  # Nsight Compute's kernel times over the first 2,600 launches of llama_bench --ragged 2000 at batch 8 (run 189);
 #                                            #   bench/torch_prefill_attention.py, PyTorch's flash attention over the same work (run 191)
+#   bash scripts/gpu_issue32.sh ncu-attention # Nsight Compute's times of the attention kernels alone over llama_bench --ragged 2000 at batch 8
+#                                            #   (its three prefills: given order and by length on the tiled kernel, by length on the per-token
+#                                            #   one); PyTorch's flash attention over the same work at batches 8 and 32
 #   bash scripts/gpu_issue32.sh fallback     # the crate built for sm_80 (.device/candle80: scripts/stage-issue30.sh's header): the cubin refused, the PTX
 #                                            #   loaded; decode's and generate's tests on it; the lib's unit tests (the refused-cubin test) on this build
 #   bash scripts/gpu_issue32.sh pdl          # programmatic dependent launch: bench/pdl_gemv_probe.cu, the model's PDL test,
@@ -405,6 +408,16 @@ case "$1" in
     for b in 8 32; do for m in 1024 2000; do
       timeout 120 python3 bench/torch_prefill_attention.py --batch $b --ragged $m --rounds 10 || failed "sdpa $b $m"
     done; done 2>&1 | tee -a "$out/$tag.txt"
+    ;;
+  ncu-attention)
+    ( cd /tmp && timeout 420 ncu --metrics gpu__time_duration.sum --csv --print-units base --clock-control none \
+        --kernel-name regex:attention --launch-count ${LAUNCHES:-720} \
+        "$OLDPWD/$c/llama_bench" --rounds 1 --paths none --batches 8 --ragged ${RAGGED:-2000} ) > "$out/$tag.csv" || failed "ncu"
+    # Each prefill ends with its step's fused attention (attention_rope_*).
+    { for n in 1 2 3; do echo "=== prefill $n (1: given order, 2: by length, on the tiled kernel; 3: by length, on the per-token kernel)"
+        python3 bench/ncu_sum.py "$out/$tag.csv" "" 0 attention_rope $n; done
+      for b in 8 32; do timeout 120 python3 bench/torch_prefill_attention.py --batch $b --ragged ${RAGGED:-2000} --rounds 10 || failed "sdpa $b"; done
+    } 2>&1 | tee "$out/$tag.txt"
     ;;
   fallback)
     { nvidia-smi --query-gpu=name,driver_version --format=csv,noheader

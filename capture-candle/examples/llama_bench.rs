@@ -41,8 +41,10 @@
 //! `--ragged MAX`: last, the prefill of prompts of mixed lengths (fixed pseudo-random lengths
 //! from 16 to MAX tokens), for each batch of `--batches`: `Model::prefill_rows` with the rows
 //! in the prompts' given order (how `generate` placed requests until 2026-12-02) and in order
-//! of length (how it places them since), alternated round by round; each time ends with the
-//! read of the rows' first tokens.
+//! of length (how it places them since), and in order of length with the prefill's attention
+//! in the per-token kernel (`Model::set_tiled_attention(false)`: the kernel before 2026-12-02's
+//! third session; a second model of the same weights), alternated round by round; each time
+//! ends with the read of the rows' first tokens.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -363,7 +365,10 @@ fn main() -> Result<()> {
         generator_bench(&a, &model, &mut cs)?;
     }
     if a.ragged > 0 {
-        ragged_bench(&a, &model, &mut cs)?;
+        // The per-token attention's model: the same weights (the same seed on the same device).
+        let mut per_token = Model::random(&cfg, DType::BF16, a.max_seq, &device, 1)?;
+        per_token.set_tiled_attention(false);
+        ragged_bench(&a, &model, &per_token, &mut cs)?;
     }
     Ok(())
 }
@@ -636,15 +641,18 @@ fn generator_bench(a: &Args, model: &Arc<Model>, cs: &mut CandleStream) -> Resul
 const RAGGED_MIN: usize = 16;
 
 /// `--ragged`: the prefill of prompts of mixed lengths, with the rows in the prompts' order and
-/// in order of length, alternated round by round.
-fn ragged_bench(a: &Args, model: &Arc<Model>, cs: &mut CandleStream) -> Result<()> {
+/// in order of length, and in order of length on `per_token` (the per-token attention),
+/// alternated round by round.
+fn ragged_bench(a: &Args, model: &Arc<Model>, per_token: &Model, cs: &mut CandleStream) -> Result<()> {
     let vocab = model.config().vocab_size;
     println!(
-        "\n## Prefill of ragged prompts ({RAGGED_MIN} to {} tokens), the rows in the prompts' order and in order of length, {} rounds\n",
-        a.ragged, a.rounds
+        "\n## Prefill of ragged prompts ({RAGGED_MIN} to {} tokens), the rows in the prompts' order and in order of length (tiled attention: {}), and in order of length with the per-token attention, {} rounds\n",
+        a.ragged,
+        model.tiled_attention(),
+        a.rounds
     );
-    println!("| batch | prompt tokens | given order ms (median) | min | max | by length ms (median) | min | max | given ÷ by length |");
-    println!("|---|---|---|---|---|---|---|---|---|");
+    println!("| batch | prompt tokens | given order ms (median) | min | max | by length ms (median) | min | max | given ÷ by length | per-token attention, by length ms (median) | min | max | per-token ÷ tiled |");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     for &batch in &a.batches {
         let state = model.new_state(batch)?;
         // Fixed pseudo-random lengths (xorshift), the same for every run.
@@ -662,25 +670,31 @@ fn ragged_bench(a: &Args, model: &Arc<Model>, cs: &mut CandleStream) -> Result<(
         let mut by_length = given.clone();
         by_length.sort_by_key(|p| p.len());
         let tokens: usize = given.iter().map(|p| p.len()).sum();
-        let mut times = [Vec::new(), Vec::new()];
+        let per_state = per_token.new_state(batch)?;
+        let mut times = [Vec::new(), Vec::new(), Vec::new()];
         for round in 0..=a.rounds {
-            for (k, order) in [&given, &by_length].into_iter().enumerate() {
+            for (k, (m, st, order)) in
+                [(&**model, &state, &given), (&**model, &state, &by_length), (per_token, &per_state, &by_length)]
+                    .into_iter()
+                    .enumerate()
+            {
                 cs.stream().synchronize()?;
                 let t0 = Instant::now();
-                model.prefill_rows(&state, order)?;
-                state.read_tokens()?;
+                m.prefill_rows(st, order)?;
+                st.read_tokens()?;
                 if round > 0 {
                     times[k].push(t0.elapsed().as_secs_f64() * 1e3);
                 }
             }
         }
-        let [(g, g_lo, g_hi), (l, l_lo, l_hi)] = times.map(|mut t| median(&mut t));
+        let [(g, g_lo, g_hi), (l, l_lo, l_hi), (p, p_lo, p_hi)] = times.map(|mut t| median(&mut t));
         println!(
-            "| {batch} | {tokens} | {g:.2} | {g_lo:.2} | {g_hi:.2} | {l:.2} | {l_lo:.2} | {l_hi:.2} | {:.3} |",
-            g / l
+            "| {batch} | {tokens} | {g:.2} | {g_lo:.2} | {g_hi:.2} | {l:.2} | {l_lo:.2} | {l_hi:.2} | {:.3} | {p:.2} | {p_lo:.2} | {p_hi:.2} | {:.3} |",
+            g / l,
+            p / l
         );
         println!(
-            "json {{\"side\":\"capture-candle\",\"bench\":\"ragged\",\"batch\":{batch},\"max_prompt\":{},\"prompt_tokens\":{tokens},\"given_ms\":{g:.4},\"by_length_ms\":{l:.4}}}",
+            "json {{\"side\":\"capture-candle\",\"bench\":\"ragged\",\"batch\":{batch},\"max_prompt\":{},\"prompt_tokens\":{tokens},\"given_ms\":{g:.4},\"by_length_ms\":{l:.4},\"per_token_ms\":{p:.4}}}",
             a.ragged
         );
     }

@@ -974,6 +974,237 @@ INSTANTIATE_ATT(F32, f32, 256, 8, false, false, 1)
 #endif
 
 // ---------------------------------------------------------------------------------------
+// Tiled attention for many tokens a row (a prefill's rounds; 16-bit types, heads of DP = 64
+// or 128 exactly): attention_tiled_d64_<type>, attention_tiled_d128_<type>. Same operands and
+// output as attention_d* (q [B, nq, T, dim], the caches [B, nk, S, dim], out [B, T, nq*dim];
+// token t of row b attends to att_prefix(pos[b], t, S) keys) but no partials or counters.
+//
+// attention_d* runs a block per query token, so every token of a prefill round reads its row's
+// keys and values again, and its products run one token's heads at a time. Here a block takes
+// ATT_TILE_ROWS query rows of one (row, key head): row m is token m / g, query head m % g (g
+// query heads a key head), so the block's rows are its key head's g heads of 64 / g
+// consecutive tokens. It streams the keys and values of its longest prefix through shared
+// memory in tiles of BN keys (4,096 / DP: 8 KB each of keys and values, two tiles in flight by
+// cp.async), and each warp takes 16 rows, flash-attention style:
+// - scores: tensor-core mma.sync m16n8k16 (queries as A fragments from global memory, the keys
+//   by ldmatrix) with f32 accumulation, the scale applied in f32 in base 2, keys past a row's
+//   prefix masked to -inf;
+// - softmax: the running max and sum of each row in registers (the quad of lanes sharing a row
+//   reduces with two shuffles), the output rescaled where the max moves;
+// - values: the probabilities rounded to the element type (as flash attention and the
+//   d64w8 kernels' tensor-core values round them) as A fragments, the values by ldmatrix.trans,
+//   f32 accumulation; the sum of the probabilities is taken before rounding.
+// Shared memory rows are swizzled (16-byte chunk c of row r at c ^ (r % 8)) so that ldmatrix
+// and the copies meet no bank conflicts. Keys past the block's longest prefix are copied as
+// zeros (never read from past the cache). The grid is (ceil(T * g / ATT_TILE_ROWS), B * nk),
+// the blocks of the longest prefixes first.
+#define ATT_TILE_ROWS 64
+#define ATT_TILE_THREADS 128
+static __device__ __forceinline__ u32 smem_addr(const void* p) { return (u32)__cvta_generic_to_shared(p); }
+// A 16-byte copy to shared memory, or 16 zeros where !ok (src is then not read).
+static __device__ __forceinline__ void cp_async16(void* dst, const void* src, bool ok) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)), "l"(src), "r"(ok ? 16u : 0u)
+                 : "memory");
+}
+static __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+template <int N> static __device__ __forceinline__ void cp_async_wait() {
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+static __device__ __forceinline__ void ldsm_x4(u32* r, const void* p) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(smem_addr(p)));
+}
+static __device__ __forceinline__ void ldsm_x4_t(u32* r, const void* p) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(smem_addr(p)));
+}
+template <typename E, u32 DP>
+__device__ void attention_tiled(const u16* q, const u16* kc, const u16* vc, const u32* pos, u32 T, u32 nq, u32 nk,
+                                u32 S, float scale, u16* out) {
+    constexpr u32 BN = 4096 / DP;  // keys a tile
+    constexpr u32 CH = DP / 8;     // 16-byte chunks a row of keys or values
+    constexpr u32 NT = BN / 8;     // score tiles of 8 keys
+    constexpr u32 KS = DP / 16;    // the scores' k-steps of 16 dims
+    constexpr u32 OT = DP / 8;     // output tiles of 8 dims
+    constexpr u32 PK = BN / 16;    // the values' k-steps of 16 keys
+    static_assert(DP == 64 || DP == 128, "DP: 64 or 128");
+    static_assert(ATT_TILE_ROWS == 16 * (ATT_TILE_THREADS / 32), "16 rows a warp");
+    __shared__ __align__(128) u16 sk[2][BN * DP];
+    __shared__ __align__(128) u16 sv[2][BN * DP];
+
+    const u32 g = nq / nk, rows = T * g;
+    const u32 b = blockIdx.y / nk, kh = blockIdx.y - b * nk;
+    const u32 m0 = (gridDim.x - 1 - blockIdx.x) * ATT_TILE_ROWS;
+    const u32 tid = threadIdx.x, w = tid / 32, lane = tid % 32, gr = lane / 4, tg = lane % 4;
+    const u32 p0 = pos[b];
+    // A row's prefix (0 past the last row): monotonic in the row but where it wraps to S.
+    auto prefix = [&](u32 m) { return m < rows ? att_prefix(p0, m / g, S) : 0u; };
+    auto span = [&](u32 lo, u32 hi) {  // the longest prefix of rows lo .. hi - 1
+        return lo < rows ? max(prefix(lo), prefix(min(hi, rows) - 1)) : 0u;
+    };
+    const u32 kmax = span(m0, m0 + ATT_TILE_ROWS);
+    const u32 w0 = m0 + 16 * w;
+    const u32 wmax = span(w0, w0 + 16);
+    // Keys from wmin on are masked for some row of the warp (0: a row past the last).
+    const u32 wmin = w0 + 15 < rows ? min(prefix(w0), prefix(w0 + 15)) : 0u;
+    const u32 ma = w0 + gr, mb = ma + 8;  // this lane's rows
+    const u32 la = prefix(ma), lb = prefix(mb);
+    const u64 kvbase = ((u64)b * nk + kh) * S * DP;
+    const float sc2 = scale * 1.4426950408889634f;
+
+    // The queries' A fragments: rows ma, mb; dims 16k + 2tg (+1), and 8 on.
+    u32 qa[KS][4];
+    {
+        const u16* qra = q + ((((u64)b * nq + kh * g + (ma < rows ? ma % g : 0)) * T + (ma < rows ? ma / g : 0)) * DP);
+        const u16* qrb = q + ((((u64)b * nq + kh * g + (mb < rows ? mb % g : 0)) * T + (mb < rows ? mb / g : 0)) * DP);
+#pragma unroll
+        for (u32 k = 0; k < KS; ++k) {
+            const u32 d = 16 * k + 2 * tg;
+            qa[k][0] = ma < rows ? *reinterpret_cast<const u32*>(qra + d) : 0u;
+            qa[k][1] = mb < rows ? *reinterpret_cast<const u32*>(qrb + d) : 0u;
+            qa[k][2] = ma < rows ? *reinterpret_cast<const u32*>(qra + d + 8) : 0u;
+            qa[k][3] = mb < rows ? *reinterpret_cast<const u32*>(qrb + d + 8) : 0u;
+        }
+    }
+    const u32 ntile = (kmax + BN - 1) / BN;
+    auto load = [&](u32 it) {
+        const u32 k0 = it * BN, buf = it & 1;
+#pragma unroll
+        for (u32 i = 0; i < BN * CH / ATT_TILE_THREADS; ++i) {
+            const u32 x = tid + i * ATT_TILE_THREADS, r = x / CH, c = x % CH, key = k0 + r;
+            const bool ok = key < kmax;
+            const u64 src = kvbase + (u64)(ok ? key : 0u) * DP + c * 8;
+            const u32 dst = r * DP + ((c ^ (r & 7)) * 8);
+            cp_async16(&sk[buf][dst], kc + src, ok);
+            cp_async16(&sv[buf][dst], vc + src, ok);
+        }
+        cp_async_commit();
+    };
+    float o[OT][4];
+#pragma unroll
+    for (u32 j = 0; j < OT; ++j) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.f;
+    float mA = -INFINITY, mB = -INFINITY, lA = 0.f, lB = 0.f;
+    if (ntile > 0) load(0);
+    for (u32 it = 0; it < ntile; ++it) {
+        if (it + 1 < ntile) {
+            load(it + 1);
+            cp_async_wait<1>();
+        } else {
+            cp_async_wait<0>();
+        }
+        __syncthreads();
+        const u32 k0 = it * BN, buf = it & 1;
+        if (k0 < wmax) {
+            const u16* K = sk[buf];
+            const u16* V = sv[buf];
+            float s[NT][4];
+#pragma unroll
+            for (u32 j = 0; j < NT; ++j) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.f;
+#pragma unroll
+            for (u32 k = 0; k < KS; ++k)
+#pragma unroll
+                for (u32 np = 0; np < NT / 2; ++np) {
+                    const u32 r = np * 16 + (lane & 7) + 8 * (lane >> 4), c = 2 * k + ((lane >> 3) & 1);
+                    u32 bb[4];
+                    ldsm_x4(bb, K + r * DP + ((c ^ (r & 7)) * 8));
+                    AttMma<E>::run(s[2 * np], qa[k], bb[0], bb[1]);
+                    AttMma<E>::run(s[2 * np + 1], qa[k], bb[2], bb[3]);
+                }
+            // Scale, mask, the rows' max over the tile.
+            const bool mask = k0 + BN > wmin;
+            float xa = -INFINITY, xb = -INFINITY;
+#pragma unroll
+            for (u32 j = 0; j < NT; ++j)
+#pragma unroll
+                for (u32 e = 0; e < 4; ++e) {
+                    const u32 key = k0 + 8 * j + 2 * tg + (e & 1);
+                    const bool in = !mask || key < (e < 2 ? la : lb);
+                    s[j][e] = in ? s[j][e] * sc2 : -INFINITY;
+                    if (e < 2) xa = fmaxf(xa, s[j][e]);
+                    else xb = fmaxf(xb, s[j][e]);
+                }
+#pragma unroll
+            for (u32 x = 1; x < 4; x <<= 1) {
+                xa = fmaxf(xa, __shfl_xor_sync(0xffffffffu, xa, x));
+                xb = fmaxf(xb, __shfl_xor_sync(0xffffffffu, xb, x));
+            }
+            const float na = fmaxf(mA, xa), nb = fmaxf(mB, xb);
+            // A row with no key yet: nothing to rescale, probabilities 0.
+            const float za = na == -INFINITY ? 0.f : na, zb = nb == -INFINITY ? 0.f : nb;
+            const float aa = na == -INFINITY ? 1.f : att_exp2(mA - na);
+            const float ab = nb == -INFINITY ? 1.f : att_exp2(mB - nb);
+            mA = na;
+            mB = nb;
+            float sa = 0.f, sb = 0.f;
+#pragma unroll
+            for (u32 j = 0; j < NT; ++j) {
+                s[j][0] = att_exp2(s[j][0] - za);
+                s[j][1] = att_exp2(s[j][1] - za);
+                s[j][2] = att_exp2(s[j][2] - zb);
+                s[j][3] = att_exp2(s[j][3] - zb);
+                sa += s[j][0] + s[j][1];
+                sb += s[j][2] + s[j][3];
+            }
+            lA = lA * aa + sa;
+            lB = lB * ab + sb;
+#pragma unroll
+            for (u32 j = 0; j < OT; ++j) {
+                o[j][0] *= aa;
+                o[j][1] *= aa;
+                o[j][2] *= ab;
+                o[j][3] *= ab;
+            }
+            // O += P V: the probabilities of keys 16k .. 16k + 15 as an A fragment.
+#pragma unroll
+            for (u32 k = 0; k < PK; ++k) {
+                const u32 pa[4] = {AttPack<E>::two(s[2 * k][0], s[2 * k][1]), AttPack<E>::two(s[2 * k][2], s[2 * k][3]),
+                                   AttPack<E>::two(s[2 * k + 1][0], s[2 * k + 1][1]),
+                                   AttPack<E>::two(s[2 * k + 1][2], s[2 * k + 1][3])};
+#pragma unroll
+                for (u32 dp = 0; dp < OT / 2; ++dp) {
+                    const u32 r = 16 * k + (lane & 7) + 8 * ((lane >> 3) & 1), c = 2 * dp + (lane >> 4);
+                    u32 bb[4];
+                    ldsm_x4_t(bb, V + r * DP + ((c ^ (r & 7)) * 8));
+                    AttMma<E>::run(o[2 * dp], pa, bb[0], bb[1]);
+                    AttMma<E>::run(o[2 * dp + 1], pa, bb[2], bb[3]);
+                }
+            }
+        }
+        __syncthreads();  // the tile is read before the next load overwrites it
+    }
+#pragma unroll
+    for (u32 x = 1; x < 4; x <<= 1) {
+        lA += __shfl_xor_sync(0xffffffffu, lA, x);
+        lB += __shfl_xor_sync(0xffffffffu, lB, x);
+    }
+    // Each lane writes dims 8j + 2tg, + 1 of its two rows.
+    auto put = [&](u32 m, float l, u32 e) {
+        if (m >= rows) return;
+        const float inv = 1.f / l;
+        u16* po = out + (((u64)b * T + m / g) * nq + kh * g + m % g) * DP + 2 * tg;
+#pragma unroll
+        for (u32 j = 0; j < OT; ++j)
+            *reinterpret_cast<u32*>(po + 8 * j) = AttPack<E>::two(o[j][e] * inv, o[j][e + 1] * inv);
+    };
+    put(ma, lA, 0);
+    put(mb, lB, 2);
+}
+#if !defined(DECODE_PDL_ONLY)
+#define INSTANTIATE_ATT_TILED(E, SUF, DP)                                                                     \
+    extern "C" __global__ void __launch_bounds__(ATT_TILE_THREADS) attention_tiled_d##DP##_##SUF(             \
+        const u16* q, const u16* kc, const u16* vc, const u32* pos, u32 T, u32 nq, u32 nk, u32 S, float scale, \
+        u16* out) {                                                                                           \
+        attention_tiled<E, DP>(q, kc, vc, pos, T, nq, nk, S, scale, out);                                     \
+    }
+INSTANTIATE_ATT_TILED(BF16, bf16, 64)
+INSTANTIATE_ATT_TILED(BF16, bf16, 128)
+INSTANTIATE_ATT_TILED(F16, f16, 64)
+INSTANTIATE_ATT_TILED(F16, f16, 128)
+#endif
+
+// ---------------------------------------------------------------------------------------
 // Matrix-vector products for decode (M <= 2 rows): y [M, N] = f(x) [M, K] . W [N, K]^T
 // (+ residual [M, N]), with the input transform f fused in:
 //   mode 0: f(x) = x;

@@ -222,7 +222,8 @@ fn reference_attention(q: &Tensor, k: &Tensor, v: &Tensor, pos: &[u32], scale: f
     for (row, &p) in pos.iter().enumerate().take(b) {
         let mut rows = Vec::new();
         for tt in 0..t {
-            let len = p as usize + tt + 1;
+            // A token past the cache attends to the whole cache.
+            let len = (p as usize + tt + 1).min(k.dims()[2]);
             let mut heads = Vec::new();
             for h in 0..nq {
                 let kh = h / (nq / nk);
@@ -289,6 +290,51 @@ fn attention_shapes(dev: &Device) {
                 assert!(e < tol(dtype) * 2.0, "g={g} d={d} {dtype:?}: rel err {e}");
             }
         }
+    }
+}
+
+/// Many tokens a row (a prefill's rounds: on CUDA in bf16 and f16 with heads of 64 or 128, the
+/// tiled kernel) against the plain computation: 1 to 16 query heads a key head, blocks of 64
+/// query rows cut inside a token's heads (3 and 7 heads a key head), a last block part full,
+/// prefixes up to the cache's end, a row whose last tokens pass it (they attend to the whole
+/// cache), a round of 128 tokens, and 15 tokens (the per-token kernel, just below the tiled
+/// one's threshold).
+fn attention_many_tokens(dev: &Device) {
+    #[allow(clippy::type_complexity)]
+    let cases: [((usize, usize, usize, usize, usize), usize, &[u32]); 7] = [
+        ((3, 8, 2, 64, 300), 16, &[0, 129, 284]),
+        ((2, 12, 4, 128, 600), 37, &[5, 563]),
+        ((1, 2, 2, 64, 200), 70, &[100]),
+        ((1, 16, 1, 128, 300), 20, &[250]),
+        ((2, 7, 1, 64, 64), 16, &[60, 0]),
+        ((2, 8, 2, 64, 700), 128, &[0, 300]),
+        ((2, 8, 2, 64, 300), 15, &[3, 200]),
+    ];
+    for ((b, nq, nk, d, s), t, pos) in cases {
+        for dtype in DTYPES {
+            let cache = KvCache::new(b, nk, s, d, dtype, dev).unwrap();
+            cache.k().slice_set(&rand(&[b, nk, s, d], dtype, dev, 14), 0, 0).unwrap();
+            cache.v().slice_set(&rand(&[b, nk, s, d], dtype, dev, 15), 0, 0).unwrap();
+            let q = rand(&[b, nq, t, d], dtype, dev, 16);
+            let scale = 1.0 / (d as f64).sqrt();
+            let got = decode::attention(&q, &cache, &u32t(pos, dev), scale as f32).unwrap();
+            assert_eq!(got.dims(), [b, t, nq * d]);
+            let want = reference_attention(&q, cache.k(), cache.v(), pos, scale);
+            let e = rel_err(&f32s(&got), &want);
+            assert!(e < tol(dtype) * 2.0, "b={b} nq={nq} nk={nk} d={d} t={t} pos={pos:?} {dtype:?}: rel err {e}");
+        }
+    }
+}
+
+#[test]
+fn attention_of_many_tokens_a_row_matches_plain_attention() {
+    attention_many_tokens(&Device::Cpu);
+}
+#[test]
+#[ignore = "needs a CUDA device"]
+fn attention_of_many_tokens_a_row_matches_plain_attention_gpu() {
+    if let Some(d) = gpu() {
+        attention_many_tokens(&d);
     }
 }
 

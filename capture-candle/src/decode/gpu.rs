@@ -343,10 +343,64 @@ pub(crate) struct AttInto<'a> {
     pub out: &'a Tensor,
 }
 
+/// Query rows (a key head's query heads of consecutive tokens) a block of the tiled kernels
+/// takes (`ATT_TILE_ROWS` in kernels/decode.cu), and its threads (`ATT_TILE_THREADS`).
+const ATT_TILE_ROWS: usize = 64;
+const ATT_TILE_THREADS: u32 = 128;
+/// The fewest tokens a row for which [`attention`] takes the tiled kernels (when asked to and
+/// [`attention_tiled_fits`]): a prefill's rounds, not a decode step or a short draft.
+pub(crate) const ATT_TILED_MIN_TOKENS: usize = 16;
+
+/// Whether a launch of `t` tokens a row, `g` query heads a key head of `dim` in `elem`-byte
+/// elements, over `b * nk` (row, key head) pairs, fits the tiled kernels
+/// (`attention_tiled_d{64,128}_*`): 16-bit types, heads of exactly 64 or 128, at least
+/// [`ATT_TILED_MIN_TOKENS`] tokens a row, and a grid whose second dimension holds `b * nk`.
+pub(crate) fn attention_tiled_fits(g: usize, dim: usize, elem: usize, t: usize, bnk: usize) -> bool {
+    elem == 2 && (dim == 64 || dim == 128) && (1..=16).contains(&g) && t >= ATT_TILED_MIN_TOKENS && bnk <= 65_535
+}
+
+/// Attention of many tokens a row in the tiled kernels: a block takes 64 query rows of one
+/// (row, key head) and streams the keys and values of their longest prefix once, through
+/// shared memory, on tensor cores (kernels/decode.cu, `attention_tiled`). The same operands
+/// and output as [`attention`]'s; no scratch, no counters. The caller checks
+/// [`attention_tiled_fits`] and the operands' alignment.
+fn attention_tiled(
+    dev: &CudaDevice,
+    q: &Tensor,
+    (k, v, pos): (&Tensor, &Tensor, &Tensor),
+    (b, nq, t, dim): (usize, usize, usize, usize),
+    (nk, max_seq): (usize, usize),
+    scale: f32,
+) -> Result<Tensor> {
+    let row_tiles = (t * (nq / nk)).div_ceil(ATT_TILE_ROWS);
+    let (Ok(gx), Ok(gy)) = (u32::try_from(row_tiles), u32::try_from(b * nk)) else {
+        candle_core::bail!("attention: {t} tokens x {nq} heads over {b} rows do not fit a grid");
+    };
+    // Every (row, token, head, element) is written: each block's 64 query rows in full.
+    let out = raw::uninit((b, t, nq * dim), q.dtype(), q.device())?;
+    let cfg = LaunchConfig { grid_dim: (gx, gy, 1), block_dim: (ATT_TILE_THREADS, 1, 1), shared_mem_bytes: 0 };
+    let args = [
+        addr(Some(q))?,
+        addr(Some(k))?,
+        addr(Some(v))?,
+        addr(Some(pos))?,
+        Arg::U32(t as u32),
+        Arg::U32(nq as u32),
+        Arg::U32(nk as u32),
+        Arg::U32(max_seq as u32),
+        Arg::F32(scale),
+        addr(Some(&out))?,
+    ];
+    go(dev, &format!("attention_tiled_d{dim}"), q.dtype(), cfg, &args)?;
+    Ok(out)
+}
+
 /// Decode attention in one kernel: partial results per chunk into an f32 scratch tensor, and
 /// the last block of each (row, key head, token) combines them into `[B, T, nq*dim]`. With
 /// `fuse` (t = 1), `q` is not read: the kernel forms the queries from `fuse.qkv` and writes the
-/// new keys and values to `k` and `v`, as `rope_write` would before it.
+/// new keys and values to `k` and `v`, as `rope_write` would before it. With `tiled`, a launch
+/// without `fuse` or `into` that [`attention_tiled_fits`] runs in the tiled kernels instead
+/// ([`attention_tiled`]).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn attention(
     q: &Tensor,
@@ -360,6 +414,7 @@ pub(crate) fn attention(
     fuse: Option<&AttRope<'_>>,
     into: Option<&AttInto<'_>>,
     launch: Launch,
+    tiled: bool,
 ) -> Result<Tensor> {
     let dev = cuda(q)?;
     if fuse.is_some() && t != 1 {
@@ -374,6 +429,9 @@ pub(crate) fn attention(
     }
     let g = nq / nk;
     let elem = q.dtype().size_in_bytes();
+    if tiled && fuse.is_none() && into.is_none() && attention_tiled_fits(g, dim, elem, t, b * nk) {
+        return attention_tiled(&dev, q, (k, v, pos), (b, nq, t, dim), (nk, max_seq), scale);
+    }
     let Some((width, nhg, most)) = attention_split(g, dim, elem, t, max_seq) else {
         candle_core::bail!("attention: {g} query heads per key head of {dim} are not a shape the kernel takes");
     };

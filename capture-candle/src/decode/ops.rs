@@ -263,11 +263,27 @@ pub fn rope(x: &Tensor, heads: usize, table: &RopeTable, pos: &Tensor) -> Result
 /// key/value head combines the chunks. It uses the cache's counters: do not run two attentions over one cache at once on
 /// different streams.
 ///
+/// With 16 or more tokens a row (a prefill), in bf16 or f16 with heads of 64 or 128, it runs
+/// a tiled kernel instead: each block takes 64 query rows (a key/value head's query heads of
+/// consecutive tokens), streams the keys and values of their longest prefix once through
+/// shared memory, and computes scores and weighted values on tensor cores, flash-attention
+/// style (the probabilities rounded to the element type before the values' products). Its
+/// results agree with the per-token kernel's within the element type's rounding, not bit for
+/// bit.
+///
 /// # Errors
 /// [`Error::BadOperands`] for shapes or dtypes that do not fit, more than 16 query heads
 /// per key/value head, or on CUDA more than 65,535 tokens a row in one call;
 /// [`Error::InvalidArgument`] for a scale that is not finite; candle's error if a launch fails.
 pub fn attention(q: &Tensor, cache: &KvCache, pos: &Tensor, scale: f32) -> Result<Tensor> {
+    attention_with(q, cache, pos, scale, true)
+}
+
+/// [`attention`], taking the tiled kernel where it applies only when `tiled` is set (unset:
+/// the per-token kernel, as before it; for comparisons: [`Model::set_tiled_attention`]).
+///
+/// [`Model::set_tiled_attention`]: crate::model::Model::set_tiled_attention
+pub(crate) fn attention_with(q: &Tensor, cache: &KvCache, pos: &Tensor, scale: f32, tiled: bool) -> Result<Tensor> {
     const OP: &str = "attention";
     float(OP, "q", q)?;
     same(OP, "the KV cache", cache.k(), q)?;
@@ -304,6 +320,7 @@ pub fn attention(q: &Tensor, cache: &KvCache, pos: &Tensor, scale: f32) -> Resul
             None,
             None,
             Launch::Plain,
+            tiled,
         )?,
         On::Cpu => cpu::attention(q, cache.k(), cache.v(), pos, (b, nq, t, dim), (nk, s), scale)?,
     })
@@ -378,12 +395,13 @@ pub fn qkv_attention(
     q_heads: usize,
     scale: f32,
 ) -> Result<Tensor> {
-    qkv_attention_into(qkv, bias, rope, pos, active, cache, overflow, q_heads, scale, None, Launch::Plain)
+    qkv_attention_into(qkv, bias, rope, pos, active, cache, overflow, q_heads, scale, None, Launch::Plain, true)
 }
 
 /// [`qkv_attention`], writing its scratch and output where `into` says when the one-kernel
 /// path runs (CUDA, one token a row), and launching that kernel as `launch` says; otherwise
-/// `into` and `launch` are not used. Either way the result is the returned tensor.
+/// `into` and `launch` are not used, and `tiled` is [`attention_with`]'s. Either way the
+/// result is the returned tensor.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn qkv_attention_into(
     qkv: &Tensor,
@@ -397,6 +415,7 @@ pub(crate) fn qkv_attention_into(
     scale: f32,
     into: Option<&gpu::AttInto<'_>>,
     launch: Launch,
+    tiled: bool,
 ) -> Result<Tensor> {
     const OP: &str = "qkv_attention";
     let (tokens, _) = rope_write_checks(OP, qkv, bias, rope, pos, active, cache, overflow, q_heads)?;
@@ -412,7 +431,7 @@ pub(crate) fn qkv_attention_into(
     attention_limits(OP, &where_, cache, (q_heads, tokens), scale, qkv.dtype())?;
     if matches!(where_, On::Cpu) || tokens != 1 {
         let q = qkv_rope_write(qkv, bias, rope, pos, active, cache, overflow, q_heads)?;
-        return attention(&q, cache, pos, scale);
+        return attention_with(&q, cache, pos, scale, tiled);
     }
     let f = gpu::AttRope {
         qkv,
@@ -434,6 +453,7 @@ pub(crate) fn qkv_attention_into(
         Some(&f),
         into,
         launch,
+        false,
     )?)
 }
 

@@ -136,6 +136,9 @@ pub struct Model {
     /// The step's products and attention under programmatic dependent launch (on where the GPU
     /// has it: [`set_programmatic_launch`](Self::set_programmatic_launch)).
     programmatic: bool,
+    /// Prefill rounds' attention in the tiled kernels (on by default:
+    /// [`set_tiled_attention`](Self::set_tiled_attention)).
+    tiled: bool,
 }
 
 impl Model {
@@ -257,6 +260,7 @@ impl Model {
                 Device::Cuda(d) => crate::raw::programmatic_launch_supported(d).unwrap_or(false),
                 _ => false,
             },
+            tiled: true,
         })
     }
 
@@ -320,6 +324,29 @@ impl Model {
                 _ => false,
             };
         Ok(self.programmatic)
+    }
+
+    /// Whether the attention of a prefill's rounds (16 or more tokens a row) runs in the tiled
+    /// kernels on CUDA, in bf16 or f16 with heads of 64 or 128 (see [`decode::attention`]): on
+    /// by default. Each block of them reads a key head's cached keys and values once for 64
+    /// query rows, on tensor cores; off, each token's heads read them again in the per-token
+    /// kernel the decode steps use. Results agree within the element type's rounding; the
+    /// decode steps do not change. Returns whether it is in effect: false on the CPU and for
+    /// other types or head sizes, which take the per-token path whatever `on` says.
+    ///
+    /// Turn it off to compare the two (`llama_bench --ragged`).
+    pub fn set_tiled_attention(&mut self, on: bool) -> bool {
+        self.tiled = on;
+        self.tiled_attention()
+    }
+
+    /// Whether the tiled kernels are in effect for a prefill's attention
+    /// ([`set_tiled_attention`](Self::set_tiled_attention)).
+    pub fn tiled_attention(&self) -> bool {
+        self.tiled
+            && matches!(self.device, Device::Cuda(_))
+            && matches!(self.dtype, DType::BF16 | DType::F16)
+            && matches!(self.cfg.head_dim, 64 | 128)
     }
 
     /// Whether programmatic dependent launch is in effect for the fused step's products and
@@ -509,11 +536,11 @@ impl Model {
                 (l.qkv_bias.as_ref(), state.pos(), Some(state.active()), state.overflow());
             let out = if fused {
                 decode::ops::qkv_attention_into(
-                    qkv, bias, &self.rope, pos, active, cache, overflow, heads, scale, into, launch,
+                    qkv, bias, &self.rope, pos, active, cache, overflow, heads, scale, into, launch, self.tiled,
                 )?
             } else {
                 let q = decode::qkv_rope_write(qkv, bias, &self.rope, pos, active, cache, overflow, heads)?;
-                decode::attention(&q, cache, pos, scale)?
+                decode::ops::attention_with(&q, cache, pos, scale, self.tiled)?
             };
             Ok(out.reshape((n, cfg.q_width()))?)
         };
