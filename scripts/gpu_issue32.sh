@@ -30,10 +30,11 @@
 #                                            #   cache cold, warm and off; ptxas to cubins and loading those; the JIT's SASS against
 #                                            #   ptxas's; a test process cold and warm, on the cubins and on the PTX (CAPTURE_CANDLE_JIT=1)
 #   bash scripts/gpu_issue32.sh sass         # llama_bench on the cubins against the PTX (CAPTURE_CANDLE_JIT=1), alternated, greedy
-#   bash scripts/gpu_issue32.sh ragged       # llama_bench --ragged: prompts of mixed lengths prefilled in the given order and by length (RAGGED: 256,1024,2000)
+#   bash scripts/gpu_issue32.sh ragged       # llama_bench --ragged: prompts of mixed lengths prefilled in the given order and by length, and by length
+#                                            #   on the per-token attention (RAGGED: 256,1024,2000); VARIANTS: llama_bench_NAME builds alternated
 #   bash scripts/gpu_issue32.sh ncu-prefill  # Nsight Compute's kernel times over the first 2,600 launches of llama_bench --ragged 2000 at batch 8 (run 189);
 #                                            #   bench/torch_prefill_attention.py, PyTorch's flash attention over the same work (run 191)
-#   bash scripts/gpu_issue32.sh ncu-attention # Nsight Compute's times of the attention kernels alone over llama_bench --ragged 2000 at batch 8
+#   bash scripts/gpu_issue32.sh ncu-attention # Nsight Compute's times of the attention kernels alone (KERNELS: a regex) over llama_bench --ragged 2000 at batch 8
 #                                            #   (its three prefills: given order and by length on the tiled kernel, by length on the per-token
 #                                            #   one); PyTorch's flash attention over the same work at batches 8 and 32
 #   bash scripts/gpu_issue32.sh fallback     # the crate built for sm_80 (.device/candle80: scripts/stage-issue30.sh's header): the cubin refused, the PTX
@@ -394,9 +395,17 @@ case "$1" in
     } 2>&1 | tee "$out/$tag.txt"
     ;;
   ragged)
+    # VARIANTS="a b": llama_bench_a, llama_bench_b (builds staged beside llama_bench) after
+    # llama_bench, alternated AB times (1).
     { nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
-      for m in $(echo ${RAGGED:-256,1024,2000} | tr , ' '); do
-        timeout 300 $c/llama_bench --rounds ${ROUNDS:-6} --paths none --batches ${BATCHES:-8,32} --ragged $m || failed "ragged $m"
+      for r in $(seq ${AB:-1}); do
+        for v in "" ${VARIANTS:-}; do
+          name=llama_bench${v:+_$v}
+          [ -n "${VARIANTS:-}" ] && echo "=== round $r: $name"
+          for m in $(echo ${RAGGED:-256,1024,2000} | tr , ' '); do
+            timeout 300 $c/$name --rounds ${ROUNDS:-6} --paths none --batches ${BATCHES:-8,32} --ragged $m || failed "$name ragged $m"
+          done
+        done
       done
     } 2>&1 | tee "$out/$tag.txt"
     ;;
@@ -411,7 +420,7 @@ case "$1" in
     ;;
   ncu-attention)
     ( cd /tmp && timeout 420 ncu --metrics gpu__time_duration.sum --csv --print-units base --clock-control none \
-        --kernel-name regex:attention --launch-count ${LAUNCHES:-720} \
+        --kernel-name regex:"${KERNELS:-attention}" --launch-count ${LAUNCHES:-720} \
         "$OLDPWD/$c/llama_bench" --rounds 1 --paths none --batches 8 --ragged ${RAGGED:-2000} ) > "$out/$tag.csv" || failed "ncu"
     # Each prefill ends with its step's fused attention (attention_rope_*).
     { for n in 1 2 3; do echo "=== prefill $n (1: given order, 2: by length, on the tiled kernel; 3: by length, on the per-token kernel)"

@@ -91,14 +91,16 @@ static __device__ __forceinline__ void rope_pair(const float* table, u32 pc, u32
 // to the caches. interleaved = 0: candle's `rope` (pairs i, i + dim/2); 1: `rope_i`
 // (pairs 2i, 2i + 1).
 //
-// Grid: (B*T, nq + nk + nv); block: dim/2 threads.
+// Grid: (B*T, ceil((nq + nk + nv) / H)); block: (dim/2, H) threads: thread (i, y) of block
+// (row, z) takes pair i of head z*H + y (H heads a block, so that a prefill's many tokens are
+// not a block of dim/2 threads a head each).
 template <typename E>
 __device__ void rope_write(const typename E::T* src, u32 stride, u32 col0, const typename E::T* bias,
                            const float* table, const u32* pos, const u32* active, u32 T, u32 dim,
                            u32 nq, u32 nk, u32 nv, u32 S, u32 interleaved, typename E::T* q_out,
                            typename E::T* k_cache, typename E::T* v_cache, u32* overflow) {
-    const u32 row = blockIdx.x, head = blockIdx.y, i = threadIdx.x, half = dim / 2;
-    if (i >= half) return;
+    const u32 row = blockIdx.x, head = blockIdx.y * blockDim.y + threadIdx.y, i = threadIdx.x, half = dim / 2;
+    if (i >= half || head >= nq + nk + nv) return;
     const u32 b = row / T, t = row - b * T;
     const u32 p = pos[b] + t;
     const bool over = p >= S;

@@ -295,14 +295,15 @@ fn attention_shapes(dev: &Device) {
 
 /// Many tokens a row (a prefill's rounds: on CUDA in bf16 and f16 with heads of 64 or 128, the
 /// tiled kernel) against the plain computation: 1 to 16 query heads a key head, blocks of 64
-/// query rows cut inside a token's heads (3 and 7 heads a key head), a last block part full,
-/// prefixes up to the cache's end, a row whose last tokens pass it (they attend to the whole
-/// cache), a round of 128 tokens, and 15 tokens (the per-token kernel, just below the tiled
-/// one's threshold).
+/// query rows cut inside a token's heads (3 and 7 heads a key head), a last block and a last
+/// warp part full, prefixes up to the cache's end, a row whose last tokens pass it (they
+/// attend to the whole cache), a round of 128 tokens, and 15 tokens (the per-token kernel,
+/// just below the tiled one's threshold).
 fn attention_many_tokens(dev: &Device) {
     #[allow(clippy::type_complexity)]
-    let cases: [((usize, usize, usize, usize, usize), usize, &[u32]); 7] = [
+    let cases: [((usize, usize, usize, usize, usize), usize, &[u32]); 8] = [
         ((3, 8, 2, 64, 300), 16, &[0, 129, 284]),
+        ((1, 12, 4, 64, 400), 50, &[333]),
         ((2, 12, 4, 128, 600), 37, &[5, 563]),
         ((1, 2, 2, 64, 200), 70, &[100]),
         ((1, 16, 1, 128, 300), 20, &[250]),

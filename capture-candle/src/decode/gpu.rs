@@ -83,11 +83,21 @@ pub(crate) struct RopeWrite<'a> {
     pub overflow: &'a Tensor,
 }
 
+/// Threads a `rope_write` block aims at: `dim / 2` a head, as many heads as fit. A block a
+/// head (32 threads at heads of 64) made Llama-3.2-1B's prefill launch 48 blocks a token:
+/// measured on an H200 (run 196, docs/gpu-runs/2026-12-02c-issue32/), a prefill of 8 rows of
+/// 16 to 2,000 tokens took 60.9-61.1 ms against 63.9-64.3 with a block a head (alternated
+/// twice; 158.0-158.2 against 164.5-165.4 at 32 rows), and its `rope_write`s 2.5 ms by Nsight
+/// Compute (6.5 ms with a block a head, run 191).
+const ROPE_THREADS: u32 = 256;
+
 pub(crate) fn rope_write(a: &RopeWrite<'_>) -> Result<()> {
     let dev = cuda(a.src)?;
+    let heads = a.nq + a.nk + a.nv;
+    let per = (ROPE_THREADS / (a.dim / 2).max(1)).clamp(1, heads.max(1));
     let cfg = LaunchConfig {
-        grid_dim: (a.rows * a.tokens, a.nq + a.nk + a.nv, 1),
-        block_dim: (a.dim / 2, 1, 1),
+        grid_dim: (a.rows * a.tokens, heads.div_ceil(per), 1),
+        block_dim: (a.dim / 2, per, 1),
         shared_mem_bytes: 0,
     };
     let args = [
@@ -344,7 +354,14 @@ pub(crate) struct AttInto<'a> {
 }
 
 /// Query rows (a key head's query heads of consecutive tokens) a block of the tiled kernels
-/// takes (`ATT_TILE_ROWS` in kernels/decode.cu), and its threads (`ATT_TILE_THREADS`).
+/// takes (`ATT_TILE_ROWS` in kernels/decode.cu: 16 a warp), and its threads
+/// (`ATT_TILE_THREADS`: 4 warps).
+///
+/// Measured against 32 rows a warp (two row tiles of 16 sharing each fragment of the keys
+/// and values; 128 rows a block, 252 registers a thread against 149, so 2 blocks a
+/// multiprocessor against 3) for heads of 64 on an H200, alternated twice (run 195,
+/// docs/gpu-runs/2026-12-02c-issue32/): the 32-row warps' prefill was 1-2% slower at batches
+/// 8 and 32 with prompts up to 2,000 tokens, level up to 1,024.
 const ATT_TILE_ROWS: usize = 64;
 const ATT_TILE_THREADS: u32 = 128;
 /// The fewest tokens a row for which [`attention`] takes the tiled kernels (when asked to and
