@@ -998,7 +998,10 @@ INSTANTIATE_ATT(F32, f32, 256, 8, false, false, 1)
 //   f32 accumulation; the sum of the probabilities is taken before rounding.
 // Shared memory rows are swizzled (16-byte chunk c of row r at c ^ (r % 8)) so that ldmatrix
 // and the copies meet no bank conflicts. Keys past the block's longest prefix are copied as
-// zeros (never read from past the cache). The grid is (ceil(T * g / ATT_TILE_ROWS), B * nk),
+// zeros (never read from past the cache). A key inside the block's span but past a row's
+// prefix is masked for that row, and its value still enters the row's product with weight 0:
+// a value that is not finite there (a later token's, overflowed in f16) makes the row NaN,
+// as in flash attention; the per-token kernel never reads it. The grid is (ceil(T * g / ATT_TILE_ROWS), B * nk),
 // the blocks of the longest prefixes first.
 #define ATT_TILE_ROWS 64
 #define ATT_TILE_THREADS 128
@@ -1041,7 +1044,9 @@ __device__ void attention_tiled(const u16* q, const u16* kc, const u16* vc, cons
     const u32 m0 = (gridDim.x - 1 - blockIdx.x) * ATT_TILE_ROWS;
     const u32 tid = threadIdx.x, w = tid / 32, lane = tid % 32, gr = lane / 4, tg = lane % 4;
     const u32 p0 = pos[b];
-    // A row's prefix (0 past the last row): monotonic in the row but where it wraps to S.
+    // A row's prefix (0 past the last row): it never decreases from row to row (a prefix that
+    // wraps is S, the largest), so a span's longest is at one of its ends, its shortest at the
+    // first.
     auto prefix = [&](u32 m) { return m < rows ? att_prefix(p0, m / g, S) : 0u; };
     auto span = [&](u32 lo, u32 hi) {  // the longest prefix of rows lo .. hi - 1
         return lo < rows ? max(prefix(lo), prefix(min(hi, rows) - 1)) : 0u;

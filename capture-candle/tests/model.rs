@@ -461,10 +461,12 @@ fn seeded_sampling_in_the_model_repeats() {
 
 /// The tiled attention of a prefill's rounds (on by default) agrees with the per-token kernel
 /// it replaces: for heads of 64 (Llama-3.2-1B's four heads a key head) and of 128 (three), in
-/// bf16 and f16, rows prefilled together at lengths around a block's 64 query rows (16 tokens
-/// at four heads a key head, 21 at three) and past
-/// one round of 256 tokens, the first logits within the type's rounding and the positions
-/// equal. It is in effect only on CUDA, in 16-bit types, for heads of 64 or 128.
+/// bf16 and f16, three layers, rows of 17 to 601 tokens prefilled together (rounds of 1 to 256
+/// tokens a row: the per-token kernel below 16, the tiled one from 16, with blocks part full).
+/// The caches of layers 1 and 2, which the attention of the layers before them fed, and the
+/// first logits agree within the type's rounding. (The last layer's prefill attention feeds
+/// nothing the model keeps; `decode`'s tests check the kernel itself.) It is in effect only
+/// on CUDA, in 16-bit types, for heads of 64 or 128.
 #[test]
 #[ignore = "needs a CUDA device"]
 fn tiled_prefill_attention_agrees_with_the_per_token_kernel_gpu() {
@@ -474,10 +476,11 @@ fn tiled_prefill_attention_agrees_with_the_per_token_kernel_gpu() {
     let mut tiny = Model::random(&Config::tiny(Family::Llama), DType::BF16, 16, &dev, 1).unwrap();
     assert!(!tiny.set_tiled_attention(true), "not for heads of 16");
     let mut d64 = Config::llama_3_2_1b();
-    d64.num_hidden_layers = 2;
+    d64.num_hidden_layers = 3;
     d64.vocab_size = 512;
     let mut d128 = Config::tiny(Family::Qwen2);
     (d128.num_attention_heads, d128.num_key_value_heads, d128.head_dim, d128.hidden_size) = (6, 2, 128, 256);
+    d128.num_hidden_layers = 3;
     for cfg in [d64, d128] {
         for dtype in [DType::BF16, DType::F16] {
             let tiled = Model::random(&cfg, dtype, 700, &dev, 3).unwrap();
@@ -494,13 +497,24 @@ fn tiled_prefill_attention_agrees_with_the_per_token_kernel_gpu() {
             let run = |m: &Model| {
                 let st = m.new_state(lens.len()).unwrap();
                 m.prefill_rows(&st, &prompts).unwrap();
-                (f32s(&st.logits().unwrap()), st.read_pos().unwrap())
+                let caches: Vec<Vec<f32>> = st.caches()[1..].iter().flat_map(|c| [f32s(c.k()), f32s(c.v())]).collect();
+                (f32s(&st.logits().unwrap()), caches, st.read_pos().unwrap())
             };
-            let (want, want_pos) = run(&per_token);
-            let (got, got_pos) = run(&tiled);
+            let (want, want_caches, want_pos) = run(&per_token);
+            let (got, got_caches, got_pos) = run(&tiled);
             assert_eq!(got_pos, want_pos);
-            let e = rel_err(&got, &want);
             let limit = if dtype == DType::F16 { 1e-2 } else { 3e-2 };
+            for (i, (g, w)) in got_caches.iter().zip(&want_caches).enumerate() {
+                let e = rel_err(g, w);
+                assert!(
+                    e < limit,
+                    "head_dim {} {dtype:?}: layer {}'s {}: rel err {e}",
+                    cfg.head_dim,
+                    1 + i / 2,
+                    ["keys", "values"][i % 2]
+                );
+            }
+            let e = rel_err(&got, &want);
             assert!(e < limit, "head_dim {} {dtype:?}: first logits rel err {e}", cfg.head_dim);
         }
     }

@@ -1051,6 +1051,76 @@ mod tests {
         assert!(mmv_launch(13_824, 5120, true, true).3 > MMV_MAX_SMEM);
     }
 
+    /// When the tiled kernels take a launch, and that their entry points and shape are the
+    /// kernel source's: the host sizes the grid by `ATT_TILE_ROWS` rows a block, and a block
+    /// that took fewer would leave output rows unwritten.
+    #[test]
+    fn tiled_attention_rule_and_entry_points() {
+        assert!(attention_tiled_fits(4, 64, 2, 16, 64));
+        assert!(attention_tiled_fits(16, 128, 2, 256, 65_535));
+        assert!(attention_tiled_fits(1, 64, 2, 65_535, 1));
+        assert!(!attention_tiled_fits(4, 64, 2, 15, 64), "fewer than 16 tokens a row");
+        assert!(!attention_tiled_fits(4, 64, 4, 256, 64), "f32");
+        for dim in [16, 72, 96, 136, 256] {
+            assert!(!attention_tiled_fits(4, dim, 2, 256, 64), "heads of {dim}");
+        }
+        assert!(!attention_tiled_fits(17, 64, 2, 256, 64), "17 query heads a key head");
+        assert!(!attention_tiled_fits(4, 64, 2, 256, 65_536), "a grid's second dimension");
+        for name in [
+            "attention_tiled_d64_bf16",
+            "attention_tiled_d64_f16",
+            "attention_tiled_d128_bf16",
+            "attention_tiled_d128_f16",
+        ] {
+            assert!(DECODE.ptx.contains(&format!(".entry {name}(")), "decode.ptx has no {name}");
+        }
+        let cu = include_str!("../../kernels/decode.cu");
+        assert!(cu.contains(&format!("\n#define ATT_TILE_ROWS {ATT_TILE_ROWS}\n")), "ATT_TILE_ROWS differs");
+        assert!(cu.contains(&format!("\n#define ATT_TILE_THREADS {ATT_TILE_THREADS}\n")), "ATT_TILE_THREADS differs");
+    }
+
+    /// On a GPU, the tiled kernels ran (their results are not the per-token kernel's bits:
+    /// they round the probabilities before the values' products) and agree with the
+    /// per-token kernel within bf16's rounding, for 64 tokens a row over prefixes past 300.
+    #[test]
+    #[ignore = "needs a CUDA device"]
+    fn tiled_attention_runs_and_agrees_with_the_per_token_kernel_gpu() {
+        use crate::decode::{ops::attention_with, KvCache};
+        let dev = match Device::new_cuda(0) {
+            Ok(d) => d,
+            Err(e) => {
+                assert!(
+                    std::env::var_os("CAPTURE_REQUIRE_GPU").is_none(),
+                    "CAPTURE_REQUIRE_GPU is set but no GPU: {e}"
+                );
+                return;
+            }
+        };
+        let (b, nq, nk, t, d, s) = (2, 8, 2, 64, 64, 512);
+        let vals = |n: usize, k: f32| -> Tensor {
+            let v: Vec<f32> = (0..n).map(|i| ((i as f32 * k).sin() * 1.7).fract()).collect();
+            Tensor::from_vec(v, n, &dev).unwrap().to_dtype(DType::BF16).unwrap()
+        };
+        let cache = KvCache::new(b, nk, s, d, DType::BF16, &dev).unwrap();
+        cache.k().slice_set(&vals(b * nk * s * d, 0.37).reshape((b, nk, s, d)).unwrap(), 0, 0).unwrap();
+        cache.v().slice_set(&vals(b * nk * s * d, 0.53).reshape((b, nk, s, d)).unwrap(), 0, 0).unwrap();
+        let q = vals(b * nq * t * d, 0.71).reshape((b, nq, t, d)).unwrap();
+        let pos = Tensor::new(&[300u32, 448], &dev).unwrap();
+        let f = |tiled: bool| -> Vec<f32> {
+            let out = attention_with(&q, &cache, &pos, 0.125, tiled).unwrap();
+            out.to_dtype(DType::F32).unwrap().flatten_all().unwrap().to_vec1().unwrap()
+        };
+        let (tiled, per_token) = (f(true), f(false));
+        assert_ne!(tiled, per_token, "the same bits: the tiled kernel did not run");
+        let (mut num, mut den) = (0f64, 0f64);
+        for (x, y) in tiled.iter().zip(&per_token) {
+            num += ((x - y) as f64).powi(2);
+            den += (*y as f64).powi(2);
+        }
+        let e = (num / den).sqrt();
+        assert!(e < 1e-2, "tiled against per-token: rel err {e}");
+    }
+
     /// A cubin the driver refuses for the device (built for another GPU) gives the kernels
     /// from the PTX: `code::function`'s fallback, on a GPU. The cubin is this build's, with the
     /// architecture in its ELF header's `e_flags` set to one of another major version, which

@@ -267,9 +267,11 @@ pub fn rope(x: &Tensor, heads: usize, table: &RopeTable, pos: &Tensor) -> Result
 /// a tiled kernel instead: each block takes 64 query rows (a key/value head's query heads of
 /// consecutive tokens), streams the keys and values of their longest prefix once through
 /// shared memory, and computes scores and weighted values on tensor cores, flash-attention
-/// style (the probabilities rounded to the element type before the values' products). Its
+/// style (the probabilities rounded to the element type before the values' products), for a
+/// batch of up to 65,535 rows × key/value heads (more take the per-token kernel). Its
 /// results agree with the per-token kernel's within the element type's rounding, not bit for
-/// bit.
+/// bit. A value that is not finite in the cache past a token's prefix, but within 64 query
+/// rows' longest, makes that token's output NaN here (as in flash attention), not there.
 ///
 /// # Errors
 /// [`Error::BadOperands`] for shapes or dtypes that do not fit, more than 16 query heads
@@ -277,6 +279,12 @@ pub fn rope(x: &Tensor, heads: usize, table: &RopeTable, pos: &Tensor) -> Result
 /// [`Error::InvalidArgument`] for a scale that is not finite; candle's error if a launch fails.
 pub fn attention(q: &Tensor, cache: &KvCache, pos: &Tensor, scale: f32) -> Result<Tensor> {
     attention_with(q, cache, pos, scale, true)
+}
+
+/// Whether a CUDA launch of `tokens` tokens a row, `g` query heads a key head of `dim` in
+/// `dtype`, over `rows_kv` rows × key heads, takes the tiled kernels (when asked to).
+pub(crate) fn tiled_fits(g: usize, dim: usize, dtype: DType, tokens: usize, rows_kv: usize) -> bool {
+    gpu::attention_tiled_fits(g, dim, dtype.size_in_bytes(), tokens, rows_kv)
 }
 
 /// [`attention`], taking the tiled kernel where it applies only when `tiled` is set (unset:

@@ -330,9 +330,11 @@ impl Model {
     /// kernels on CUDA, in bf16 or f16 with heads of 64 or 128 (see [`decode::attention`]): on
     /// by default. Each block of them reads a key head's cached keys and values once for 64
     /// query rows, on tensor cores; off, each token's heads read them again in the per-token
-    /// kernel the decode steps use. Results agree within the element type's rounding; the
-    /// decode steps do not change. Returns whether it is in effect: false on the CPU and for
-    /// other types or head sizes, which take the per-token path whatever `on` says.
+    /// kernel the decode steps use. Results agree within the element type's rounding (so do
+    /// the KV cache entries the prefill writes from them); the decode steps' kernels do not
+    /// change. Returns whether it is in effect: false on the CPU and for other types or head
+    /// sizes, which take the per-token path whatever `on` says (as does a state of more than
+    /// 65,535 rows × key/value heads).
     ///
     /// Turn it off to compare the two (`llama_bench --ragged`).
     pub fn set_tiled_attention(&mut self, on: bool) -> bool {
@@ -343,10 +345,11 @@ impl Model {
     /// Whether the tiled kernels are in effect for a prefill's attention
     /// ([`set_tiled_attention`](Self::set_tiled_attention)).
     pub fn tiled_attention(&self) -> bool {
+        let (heads, kv) = (self.cfg.num_attention_heads, self.cfg.num_key_value_heads.max(1));
+        // The launch rule at a prefill round's smallest size (16 tokens, one row).
         self.tiled
             && matches!(self.device, Device::Cuda(_))
-            && matches!(self.dtype, DType::BF16 | DType::F16)
-            && matches!(self.cfg.head_dim, 64 | 128)
+            && crate::decode::ops::tiled_fits(heads / kv, self.cfg.head_dim, self.dtype, 16, kv)
     }
 
     /// Whether programmatic dependent launch is in effect for the fused step's products and
