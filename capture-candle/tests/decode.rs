@@ -127,7 +127,8 @@ fn llama3_scaling_follows_the_published_formula() {
 /// The fused op: queries roped out, keys roped and values copied into the cache at each
 /// row's position, nothing written for an inactive row or past the cache.
 fn qkv_rope_write(dev: &Device) {
-    // Heads of 8, and 14 heads of 64 (on CUDA 8 heads a block: a second block part full).
+    // Heads of 8, and heads of 64 (10 query, 2 key and 2 value heads: on CUDA 8 heads a
+    // block, a second block part full).
     for (nq, d) in [(4, 8), (10, 64)] {
         qkv_rope_write_shape(dev, nq, d);
     }

@@ -86,8 +86,9 @@ pub(crate) struct RopeWrite<'a> {
 /// Threads a `rope_write` block aims at: `dim / 2` a head, as many heads as fit. A block a
 /// head (32 threads at heads of 64) made Llama-3.2-1B's prefill launch 48 blocks a token:
 /// measured on an H200 (run 196, docs/gpu-runs/2026-12-02c-issue32/), a prefill of 8 rows of
-/// 16 to 2,000 tokens took 60.9-61.1 ms against 63.9-64.3 with a block a head (alternated
-/// twice; 158.0-158.2 against 164.5-165.4 at 32 rows), and its `rope_write`s 2.5 ms by Nsight
+/// 16 to 2,000 tokens took 60.9 and 61.1 ms (medians, alternated twice) against 63.9 and 64.3
+/// with a block a head (158.0 and 158.2 against 164.5 and 165.4 at 32 rows), and its
+/// `rope_write`s 2.5 ms by Nsight
 /// Compute (6.5 ms with a block a head, run 191).
 const ROPE_THREADS: u32 = 256;
 
@@ -358,10 +359,11 @@ pub(crate) struct AttInto<'a> {
 /// (`ATT_TILE_THREADS`: 4 warps).
 ///
 /// Measured against 32 rows a warp (two row tiles of 16 sharing each fragment of the keys
-/// and values; 128 rows a block, 252 registers a thread against 149, so 2 blocks a
+/// and values; 128 rows a block, 252 registers a thread against 149 by ptxas, so 2 blocks a
 /// multiprocessor against 3) for heads of 64 on an H200, alternated twice (run 195,
-/// docs/gpu-runs/2026-12-02c-issue32/): the 32-row warps' prefill was 1-2% slower at batches
-/// 8 and 32 with prompts up to 2,000 tokens, level up to 1,024.
+/// docs/gpu-runs/2026-12-02c-issue32/): the 32-row warps' prefill was level at batch 8 with
+/// prompts up to 1,024 tokens and 1-2.4% slower in the other cells (batches 8 and 32, up to
+/// 1,024 and 2,000), the ranges overlapping.
 const ATT_TILE_ROWS: usize = 64;
 const ATT_TILE_THREADS: u32 = 128;
 /// The fewest tokens a row for which [`attention`] takes the tiled kernels (when asked to and
@@ -1075,13 +1077,16 @@ mod tests {
             assert!(DECODE.ptx.contains(&format!(".entry {name}(")), "decode.ptx has no {name}");
         }
         let cu = include_str!("../../kernels/decode.cu");
-        assert!(cu.contains(&format!("\n#define ATT_TILE_ROWS {ATT_TILE_ROWS}\n")), "ATT_TILE_ROWS differs");
-        assert!(cu.contains(&format!("\n#define ATT_TILE_THREADS {ATT_TILE_THREADS}\n")), "ATT_TILE_THREADS differs");
+        for (name, v) in [("ATT_TILE_ROWS", ATT_TILE_ROWS as u32), ("ATT_TILE_THREADS", ATT_TILE_THREADS)] {
+            let line = format!("#define {name} {v}");
+            assert!(cu.lines().any(|l| l.trim_end() == line), "decode.cu has no `{line}`");
+        }
     }
 
-    /// On a GPU, the tiled kernels ran (their results are not the per-token kernel's bits:
-    /// they round the probabilities before the values' products) and agree with the
-    /// per-token kernel within bf16's rounding, for 64 tokens a row over prefixes past 300.
+    /// On a GPU, the tiled kernels ran (their bits differ from the per-token kernel's: each
+    /// probability is taken against another running maximum and summed in another order; the
+    /// per-token kernel here is one chunk a prefix, its bits fixed) and agree with it within
+    /// bf16's rounding, for 64 tokens a row over prefixes past 300.
     #[test]
     #[ignore = "needs a CUDA device"]
     fn tiled_attention_runs_and_agrees_with_the_per_token_kernel_gpu() {
@@ -1106,6 +1111,7 @@ mod tests {
         cache.v().slice_set(&vals(b * nk * s * d, 0.53).reshape((b, nk, s, d)).unwrap(), 0, 0).unwrap();
         let q = vals(b * nq * t * d, 0.71).reshape((b, nq, t, d)).unwrap();
         let pos = Tensor::new(&[300u32, 448], &dev).unwrap();
+        assert!(attention_tiled_fits(nq / nk, d, 2, t, b * nk), "the launch rule no longer takes this shape");
         let f = |tiled: bool| -> Vec<f32> {
             let out = attention_with(&q, &cache, &pos, 0.125, tiled).unwrap();
             out.to_dtype(DType::F32).unwrap().flatten_all().unwrap().to_vec1().unwrap()

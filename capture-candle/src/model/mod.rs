@@ -333,8 +333,8 @@ impl Model {
     /// kernel the decode steps use. Results agree within the element type's rounding (so do
     /// the KV cache entries the prefill writes from them); the decode steps' kernels do not
     /// change. Returns whether it is in effect: false on the CPU and for other types or head
-    /// sizes, which take the per-token path whatever `on` says (as does a state of more than
-    /// 65,535 rows × key/value heads).
+    /// sizes, which take the per-token path whatever `on` says. A state of more than 65,535
+    /// rows × key/value heads also takes the per-token kernel, though this returns true.
     ///
     /// Turn it off to compare the two (`llama_bench --ragged`).
     pub fn set_tiled_attention(&mut self, on: bool) -> bool {
@@ -345,7 +345,8 @@ impl Model {
     /// Whether the tiled kernels are in effect for a prefill's attention
     /// ([`set_tiled_attention`](Self::set_tiled_attention)).
     pub fn tiled_attention(&self) -> bool {
-        let (heads, kv) = (self.cfg.num_attention_heads, self.cfg.num_key_value_heads.max(1));
+        // `Config::validate` made the key heads at least 1 and a divisor of the query heads.
+        let (heads, kv) = (self.cfg.num_attention_heads, self.cfg.num_key_value_heads);
         // The launch rule at a prefill round's smallest size (16 tokens, one row).
         self.tiled
             && matches!(self.device, Device::Cuda(_))
