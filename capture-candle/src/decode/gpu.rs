@@ -899,6 +899,21 @@ pub(crate) fn sample_single_block(
 mod tests {
     use super::*;
 
+    /// The GPU a GPU test runs on; `None` (the test passes vacuously) where there is none,
+    /// unless `CAPTURE_REQUIRE_GPU` is set.
+    fn test_gpu() -> Option<Device> {
+        match Device::new_cuda(0) {
+            Ok(d) => Some(d),
+            Err(e) => {
+                assert!(
+                    std::env::var_os("CAPTURE_REQUIRE_GPU").is_none(),
+                    "CAPTURE_REQUIRE_GPU is set but no GPU: {e}"
+                );
+                None
+            }
+        }
+    }
+
     /// Every GEMV entry point `gemv` launches, for every mode and dtype, is in both PTX files
     /// (a misspelt or missing one would fail only at launch, on a GPU), and modes 0 and 1 take
     /// the kernels compiled for them.
@@ -1091,16 +1106,7 @@ mod tests {
     #[ignore = "needs a CUDA device"]
     fn tiled_attention_runs_and_agrees_with_the_per_token_kernel_gpu() {
         use crate::decode::{ops::attention_with, KvCache};
-        let dev = match Device::new_cuda(0) {
-            Ok(d) => d,
-            Err(e) => {
-                assert!(
-                    std::env::var_os("CAPTURE_REQUIRE_GPU").is_none(),
-                    "CAPTURE_REQUIRE_GPU is set but no GPU: {e}"
-                );
-                return;
-            }
-        };
+        let Some(dev) = test_gpu() else { return };
         let (b, nq, nk, t, d, s) = (2, 8, 2, 64, 64, 512);
         let vals = |n: usize, k: f32| -> Tensor {
             let v: Vec<f32> = (0..n).map(|i| ((i as f32 * k).sin() * 1.7).fract()).collect();
@@ -1138,16 +1144,7 @@ mod tests {
     #[ignore = "needs a CUDA device"]
     fn a_cubin_for_another_gpu_falls_back_to_the_ptx_gpu() {
         use super::code::{cubin, function, Cubin, Module};
-        let dev = match Device::new_cuda(0) {
-            Ok(d) => d,
-            Err(e) => {
-                assert!(
-                    std::env::var_os("CAPTURE_REQUIRE_GPU").is_none(),
-                    "CAPTURE_REQUIRE_GPU is set but no GPU: {e}"
-                );
-                return;
-            }
-        };
+        let Some(dev) = test_gpu() else { return };
         let cuda = dev.as_cuda_device().unwrap();
         let (Some(real), Some(arch)) = (DECODE.sass, code::CUBIN_ARCH) else {
             eprintln!("skipped: built without cubins, nothing to refuse");
