@@ -32,6 +32,7 @@
 #   bash scripts/gpu_issue32.sh sass         # llama_bench on the cubins against the PTX (CAPTURE_CANDLE_JIT=1), alternated, greedy
 #   bash scripts/gpu_issue32.sh ragged       # llama_bench --ragged: prompts of mixed lengths prefilled in the given order and by length, and by length
 #                                            #   on the per-token attention (RAGGED: 256,1024,2000); VARIANTS: llama_bench_NAME builds alternated
+#   bash scripts/gpu_issue32.sh attention-alone # llama_bench --attention: the tiled and the per-token attention alone on SHAPES (BxTxP,...; CONFIG)
 #   bash scripts/gpu_issue32.sh ncu-prefill  # Nsight Compute's kernel times over the first 2,600 launches of llama_bench --ragged 2000 at batch 8 (run 189);
 #                                            #   bench/torch_prefill_attention.py, PyTorch's flash attention over the same work (run 191)
 #   bash scripts/gpu_issue32.sh ncu-attention # Nsight Compute's times of the attention kernels alone (KERNELS: a regex) over llama_bench --ragged 2000 at batch 8
@@ -403,11 +404,17 @@ case "$1" in
           name=llama_bench${v:+_$v}
           [ -n "${VARIANTS:-}" ] && echo "=== round $r: $name"
           for m in $(echo ${RAGGED:-256,1024,2000} | tr , ' '); do
-            timeout 300 $c/$name --rounds ${ROUNDS:-6} --paths none --batches ${BATCHES:-8,32} --ragged $m || failed "$name ragged $m"
+            timeout 300 $c/$name --rounds ${ROUNDS:-6} --paths none --max-seq ${MAX_SEQ:-2112} --batches ${BATCHES:-8,32} --ragged $m || failed "$name ragged $m"
           done
         done
       done
     } 2>&1 | tee "$out/$tag.txt"
+    ;;
+  attention-alone)
+    # llama_bench --attention: the tiled and the per-token attention alone, eager, on SHAPES
+    # (BATCHxTOKENSxPREFIX,...), with CONFIG's heads (run 199).
+    timeout 300 $c/llama_bench --config ${CONFIG:-llama-3.2-1b} --rounds ${ROUNDS:-6} --paths none \
+      --attention ${SHAPES:-1x16x2048,1x64x2048,1x256x2048,8x16x2048,8x256x1750} 2>&1 | tee "$out/$tag.txt" || failed "attention"
     ;;
   ncu-prefill)
     ( cd /tmp && timeout 420 ncu --metrics gpu__time_duration.sum --csv --print-units base --clock-control none --launch-count 2600 \

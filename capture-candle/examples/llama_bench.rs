@@ -8,7 +8,7 @@
 //! ```text
 //! llama_bench [--config NAME] [--rounds R] [--tokens N] [--max-seq S] [--batches 1,8] [--positions 64,2000]
 //!             [--sampling greedy,topk,plain] [--paths eager,unfused,fused,cublas,plain-launch|none] [--no-breakdown]
-//!             [--generator] [--prompt-len 32] [--new-tokens 128] [--ragged MAX]
+//!             [--generator] [--prompt-len 32] [--new-tokens 128] [--ragged MAX] [--attention BxTxP,...]
 //! ```
 //! Each token counts the step and the read-back of the next token to the host (the inputs
 //! are already on the device: the step writes them). Prints a markdown table and, per
@@ -38,21 +38,29 @@
 //! a row can have reached the cache's end). The decode time per step counts the steps where no
 //! row stopped yet: one replay and its reads each.
 //!
-//! `--ragged MAX`: last, the prefill of prompts of mixed lengths (fixed pseudo-random lengths
-//! from 16 to MAX tokens), for each batch of `--batches`: `Model::prefill_rows` with the rows
-//! in the prompts' given order (how `generate` placed requests until 2026-12-02) and in order
-//! of length (how it places them since), and in order of length with the prefill's attention
-//! in the per-token kernel (`Model::set_tiled_attention(false)`: the kernel before 2026-12-02's
-//! third session; a second model of the same weights), alternated round by round; each time
-//! ends with the read of the rows' first tokens.
+//! `--ragged MAX`: the prefill of prompts of mixed lengths (fixed pseudo-random lengths from 16
+//! to MAX tokens), for each batch of `--batches`: `Model::prefill_rows` with the rows in the
+//! prompts' given order (how `generate` placed requests until 2026-12-02) and in order of
+//! length (how it places them since); in order of length with rounds of at most 256 tokens a
+//! row (`PrefillRounds::new(2048, 256)`: the rounds before 2026-12-02's fourth session); and in
+//! order of length with the prefill's attention in the per-token kernel
+//! (`Model::set_tiled_attention(false)`: the kernel before 2026-12-02's third session). The
+//! last two run on models of their own with the same weights. All four alternate round by
+//! round; each time ends with the read of the rows' first tokens.
+//!
+//! `--attention BxTxP,...`: last, `decode::attention_using` on bf16 operands of the config's
+//! heads, B rows of T tokens after a prefix of P positions, in the tiled and the per-token
+//! kernels, alternated round by round, launched eagerly as a prefill launches them: each time
+//! is a median over rounds of one sync'd batch of launches (enough for about 2 ms).
 
 use std::sync::Arc;
 use std::time::Instant;
 
 use candle_core::{DType, Device};
 use capture_candle::decode::SamplingParams;
+use capture_candle::decode::{attention_using, AttentionKernel, KvCache};
 use capture_candle::generate::{Generator, Progress, Request};
-use capture_candle::model::{Config, DecodeState, Model, Part};
+use capture_candle::model::{Config, DecodeState, Model, Part, PrefillRounds};
 use capture_candle::{CandleGraph, CandleStream, Result};
 
 /// The device's peak memory bandwidth in bytes/s, from the driver: the memory clock (kHz) × 2
@@ -161,11 +169,14 @@ struct Args {
     new_tokens: usize,
     /// `--ragged MAX`: the longest prompt of the ragged prefill benchmark (0: not run).
     ragged: usize,
+    /// `--attention BxTxP,...`: the attention shapes to time in both kernels (batch, tokens a
+    /// row, prefix before them).
+    attention: Vec<(usize, usize, usize)>,
 }
 
 const USAGE: &str = "usage: llama_bench [--config NAME] [--rounds R] [--tokens N] [--max-seq S] [--batches 1,8] \
 [--positions 64,2000] [--sampling greedy,topk,plain] [--paths eager,unfused,fused,cublas,plain-launch|none] [--no-breakdown] \
-[--generator] [--prompt-len 32] [--new-tokens 128] [--ragged MAX]";
+[--generator] [--prompt-len 32] [--new-tokens 128] [--ragged MAX] [--attention BxTxP,...]";
 
 fn parse_args() -> std::result::Result<Args, String> {
     let mut a = Args {
@@ -182,6 +193,7 @@ fn parse_args() -> std::result::Result<Args, String> {
         prompt_len: 32,
         new_tokens: 128,
         ragged: 0,
+        attention: Vec::new(),
     };
     fn num<T: std::str::FromStr>(k: &str, v: &str) -> std::result::Result<T, String> {
         v.parse().map_err(|_| format!("{k}: `{v}` is not a number"))
@@ -232,6 +244,15 @@ fn parse_args() -> std::result::Result<Args, String> {
                     "--prompt-len" => a.prompt_len = num(&k, &v)?,
                     "--new-tokens" => a.new_tokens = num(&k, &v)?,
                     "--ragged" => a.ragged = num(&k, &v)?,
+                    "--attention" => {
+                        a.attention = list(&k, &v, "BATCHxTOKENSxPREFIX with a batch and tokens of at least 1", |x| {
+                            let n: Vec<usize> = x.split('x').map(|n| n.parse().ok()).collect::<Option<_>>()?;
+                            match n[..] {
+                                [b, t, p] if b > 0 && t > 0 => Some((b, t, p)),
+                                _ => None,
+                            }
+                        })?
+                    }
                     _ => return Err(format!("unknown argument {k}\n{USAGE}")),
                 }
             }
@@ -365,10 +386,16 @@ fn main() -> Result<()> {
         generator_bench(&a, &model, &mut cs)?;
     }
     if a.ragged > 0 {
-        // The per-token attention's model: the same weights (the same seed on the same device).
+        // The per-token attention's model and the 256-a-row rounds' model: the same weights
+        // (the same seed on the same device).
         let mut per_token = Model::random(&cfg, DType::BF16, a.max_seq, &device, 1)?;
         per_token.set_tiled_attention(false);
-        ragged_bench(&a, &model, &per_token, &mut cs)?;
+        let mut rows256 = Model::random(&cfg, DType::BF16, a.max_seq, &device, 1)?;
+        rows256.set_prefill_rounds(PrefillRounds::new(2048, 256)?);
+        ragged_bench(&a, &model, &rows256, &per_token, &mut cs)?;
+    }
+    if !a.attention.is_empty() {
+        attention_bench(&a, &cfg, &device, &mut cs)?;
     }
     Ok(())
 }
@@ -641,18 +668,21 @@ fn generator_bench(a: &Args, model: &Arc<Model>, cs: &mut CandleStream) -> Resul
 const RAGGED_MIN: usize = 16;
 
 /// `--ragged`: the prefill of prompts of mixed lengths, with the rows in the prompts' order and
-/// in order of length, and in order of length on `per_token` (the per-token attention),
-/// alternated round by round.
-fn ragged_bench(a: &Args, model: &Arc<Model>, per_token: &Model, cs: &mut CandleStream) -> Result<()> {
+/// in order of length, in order of length on `rows256` (rounds of at most 256 tokens a row)
+/// and on `per_token` (the per-token attention), alternated round by round.
+fn ragged_bench(a: &Args, model: &Arc<Model>, rows256: &Model, per_token: &Model, cs: &mut CandleStream) -> Result<()> {
     let vocab = model.config().vocab_size;
+    let r = model.prefill_rounds();
     println!(
-        "\n## Prefill of ragged prompts ({RAGGED_MIN} to {} tokens), the rows in the prompts' order and in order of length (tiled attention: {}), and in order of length with the per-token attention, {} rounds\n",
+        "\n## Prefill of ragged prompts ({RAGGED_MIN} to {} tokens): the rows in the prompts' order and in order of length (tiled attention: {}; rounds of at most {} token rows and {} tokens a row); in order of length with rounds of at most 256 tokens a row; in order of length with the per-token attention; {} rounds\n",
         a.ragged,
         model.tiled_attention(),
+        r.token_rows(),
+        r.row_tokens(),
         a.rounds
     );
-    println!("| batch | prompt tokens | given order ms (median) | min | max | by length ms (median) | min | max | given ÷ by length | per-token attention, by length ms (median) | min | max | per-token ÷ tiled |");
-    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("| batch | prompt tokens | given order ms (median) | min | max | by length ms (median) | min | max | given ÷ by length | 256 a row, by length ms (median) | min | max | 256 a row ÷ by length | per-token attention, by length ms (median) | min | max | per-token ÷ tiled |");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     for &batch in &a.batches {
         let state = model.new_state(batch)?;
         // Fixed pseudo-random lengths (xorshift), the same for every run.
@@ -671,12 +701,17 @@ fn ragged_bench(a: &Args, model: &Arc<Model>, per_token: &Model, cs: &mut Candle
         by_length.sort_by_key(|p| p.len());
         let tokens: usize = given.iter().map(|p| p.len()).sum();
         let per_state = per_token.new_state(batch)?;
-        let mut times = [Vec::new(), Vec::new(), Vec::new()];
+        let rows_state = rows256.new_state(batch)?;
+        let mut times = [Vec::new(), Vec::new(), Vec::new(), Vec::new()];
         for round in 0..=a.rounds {
-            for (k, (m, st, order)) in
-                [(&**model, &state, &given), (&**model, &state, &by_length), (per_token, &per_state, &by_length)]
-                    .into_iter()
-                    .enumerate()
+            for (k, (m, st, order)) in [
+                (&**model, &state, &given),
+                (&**model, &state, &by_length),
+                (rows256, &rows_state, &by_length),
+                (per_token, &per_state, &by_length),
+            ]
+            .into_iter()
+            .enumerate()
             {
                 cs.stream().synchronize()?;
                 let t0 = Instant::now();
@@ -687,15 +722,70 @@ fn ragged_bench(a: &Args, model: &Arc<Model>, per_token: &Model, cs: &mut Candle
                 }
             }
         }
-        let [(g, g_lo, g_hi), (l, l_lo, l_hi), (p, p_lo, p_hi)] = times.map(|mut t| median(&mut t));
+        let [(g, g_lo, g_hi), (l, l_lo, l_hi), (r, r_lo, r_hi), (p, p_lo, p_hi)] = times.map(|mut t| median(&mut t));
         println!(
-            "| {batch} | {tokens} | {g:.2} | {g_lo:.2} | {g_hi:.2} | {l:.2} | {l_lo:.2} | {l_hi:.2} | {:.3} | {p:.2} | {p_lo:.2} | {p_hi:.2} | {:.3} |",
+            "| {batch} | {tokens} | {g:.2} | {g_lo:.2} | {g_hi:.2} | {l:.2} | {l_lo:.2} | {l_hi:.2} | {:.3} | {r:.2} | {r_lo:.2} | {r_hi:.2} | {:.3} | {p:.2} | {p_lo:.2} | {p_hi:.2} | {:.3} |",
             g / l,
+            r / l,
             p / l
         );
         println!(
-            "json {{\"side\":\"capture-candle\",\"bench\":\"ragged\",\"batch\":{batch},\"max_prompt\":{},\"prompt_tokens\":{tokens},\"given_ms\":{g:.4},\"by_length_ms\":{l:.4},\"per_token_ms\":{p:.4}}}",
+            "json {{\"side\":\"capture-candle\",\"bench\":\"ragged\",\"batch\":{batch},\"max_prompt\":{},\"prompt_tokens\":{tokens},\"given_ms\":{g:.4},\"by_length_ms\":{l:.4},\"rows256_ms\":{r:.4},\"per_token_ms\":{p:.4}}}",
             a.ragged
+        );
+    }
+    Ok(())
+}
+
+/// `--attention`: `decode::attention_using` in the tiled and the per-token kernels on each
+/// shape, alternated round by round, launched eagerly (as a prefill launches them).
+fn attention_bench(a: &Args, cfg: &Config, device: &Device, cs: &mut CandleStream) -> Result<()> {
+    let (nq, nk, d) = (cfg.num_attention_heads, cfg.num_key_value_heads, cfg.head_dim);
+    println!(
+        "\n## Attention alone, bf16, {nq} query heads over {nk} key heads of {d}: the tiled and the per-token kernel, eager launches, medians of {} rounds\n",
+        a.rounds
+    );
+    println!("| batch | tokens a row | prefix | tiled blocks | launches a round | tiled µs (median) | min | max | per-token µs (median) | min | max | per-token ÷ tiled |");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
+    let scale = 1.0 / (d as f64).sqrt();
+    for &(b, t, p) in &a.attention {
+        let cache = KvCache::new(b, nk, p + t, d, DType::BF16, device)?;
+        let fill = |x: &candle_core::Tensor| -> Result<()> {
+            let r = candle_core::Tensor::randn(0f32, 1.0, x.dims(), device)?.to_dtype(DType::BF16)?;
+            x.slice_set(&r, 0, 0)?;
+            Ok(())
+        };
+        fill(cache.k())?;
+        fill(cache.v())?;
+        let q = candle_core::Tensor::randn(0f32, 1.0, (b, nq, t, d), device)?.to_dtype(DType::BF16)?;
+        let pos = candle_core::Tensor::new(vec![p as u32; b], device)?;
+        let kernels = [AttentionKernel::Tiled, AttentionKernel::PerToken];
+        let run = |kernel: AttentionKernel, n: usize, cs: &mut CandleStream| -> Result<f64> {
+            cs.stream().synchronize()?;
+            let t0 = Instant::now();
+            for _ in 0..n {
+                attention_using(&q, &cache, &pos, scale as f32, kernel)?;
+            }
+            cs.stream().synchronize()?;
+            Ok(t0.elapsed().as_secs_f64() * 1e6 / n as f64)
+        };
+        // Warm both, then size a round's launches from the slower of them.
+        let once = kernels.iter().map(|&k| run(k, 1, cs)).collect::<Result<Vec<_>>>()?;
+        let n = (2000.0 / once.iter().fold(1.0f64, |m, &x| m.max(x))).ceil().clamp(3.0, 200.0) as usize;
+        let mut times = [Vec::new(), Vec::new()];
+        for _ in 0..a.rounds {
+            for (i, &k) in kernels.iter().enumerate() {
+                times[i].push(run(k, n, cs)?);
+            }
+        }
+        let blocks = (t * (nq / nk)).div_ceil(64) * b * nk;
+        let [(ti, ti_lo, ti_hi), (pt, pt_lo, pt_hi)] = times.map(|mut v| median(&mut v));
+        println!(
+            "| {b} | {t} | {p} | {blocks} | {n} | {ti:.1} | {ti_lo:.1} | {ti_hi:.1} | {pt:.1} | {pt_lo:.1} | {pt_hi:.1} | {:.3} |",
+            pt / ti
+        );
+        println!(
+            "json {{\"side\":\"capture-candle\",\"bench\":\"attention\",\"batch\":{b},\"tokens\":{t},\"prefix\":{p},\"tiled_blocks\":{blocks},\"tiled_us\":{ti:.3},\"per_token_us\":{pt:.3}}}"
         );
     }
     Ok(())

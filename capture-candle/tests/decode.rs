@@ -7,7 +7,7 @@
 mod common;
 
 use candle_core::{DType, Device, IndexOp, Tensor, D};
-use capture_candle::decode::{self, KvCache, RopeLayout, RopeTable, Sampler, SamplingParams};
+use capture_candle::decode::{self, AttentionKernel, KvCache, RopeLayout, RopeTable, Sampler, SamplingParams};
 use capture_candle::Error;
 use common::*;
 
@@ -308,7 +308,9 @@ fn attention_shapes(dev: &Device) {
 /// attend to the whole cache), a round of 128 tokens, and 15 tokens (the per-token kernel,
 /// just below the tiled one's threshold). Each at the usual scale (nearly even weights over
 /// these random keys) and at scale 1 (peaked: the running max moves from tile to tile), and
-/// each (token, head) row on its own as well as the whole output.
+/// each (token, head) row on its own as well as the whole output; each through
+/// `attention_using` with the default rule, the per-token kernel and the tiled one (on CUDA,
+/// refused with `BadOperands` in f32 and at 15 tokens).
 fn attention_many_tokens(dev: &Device) {
     #[allow(clippy::type_complexity)]
     let cases: [((usize, usize, usize, usize, usize), usize, &[u32]); 8] = [
@@ -327,11 +329,22 @@ fn attention_many_tokens(dev: &Device) {
             cache.k().slice_set(&rand(&[b, nk, s, d], dtype, dev, 14), 0, 0).unwrap();
             cache.v().slice_set(&rand(&[b, nk, s, d], dtype, dev, 15), 0, 0).unwrap();
             let q = rand(&[b, nq, t, d], dtype, dev, 16);
-            for scale in [1.0 / (d as f64).sqrt(), 1.0] {
-                let got = decode::attention(&q, &cache, &u32t(pos, dev), scale as f32).unwrap();
+            // What the tiled kernel takes (on the CPU every choice runs the one implementation).
+            let tiled_takes = dtype != DType::F32 && t >= 16 && (d == 64 || d == 128);
+            for (scale, kernel) in [1.0 / (d as f64).sqrt(), 1.0].into_iter().flat_map(|s| {
+                [AttentionKernel::Auto, AttentionKernel::PerToken, AttentionKernel::Tiled].map(move |k| (s, k))
+            }) {
+                let what = format!("b={b} nq={nq} nk={nk} d={d} t={t} pos={pos:?} scale {scale} {dtype:?} {kernel:?}");
+                let got = decode::attention_using(&q, &cache, &u32t(pos, dev), scale as f32, kernel);
+                if kernel == AttentionKernel::Tiled && dev.is_cuda() && !tiled_takes {
+                    let e = got.unwrap_err();
+                    assert!(matches!(e, Error::BadOperands { .. }), "{what}: {e}");
+                    assert!(e.to_string().contains("AttentionKernel::Auto"), "{what}: {e}");
+                    continue;
+                }
+                let got = got.unwrap();
                 assert_eq!(got.dims(), [b, t, nq * d]);
                 let (got, want) = (f32s(&got), reference_attention(&q, cache.k(), cache.v(), pos, scale));
-                let what = format!("b={b} nq={nq} nk={nk} d={d} t={t} pos={pos:?} scale {scale} {dtype:?}");
                 let e = rel_err(&got, &want);
                 assert!(e < tol(dtype) * 2.0, "{what}: rel err {e}");
                 for (i, (g, w)) in got.chunks(d).zip(want.chunks(d)).enumerate() {

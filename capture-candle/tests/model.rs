@@ -11,7 +11,7 @@ use std::path::PathBuf;
 
 use candle_core::{DType, Device, IndexOp, Tensor, D};
 use capture_candle::decode::{RopeTable, SamplingParams};
-use capture_candle::model::{Config, Family, Model};
+use capture_candle::model::{Config, Family, Model, PrefillRounds};
 use capture_candle::{CandleStream, Error};
 use common::*;
 
@@ -343,8 +343,10 @@ fn a_sequence_at_the_end_of_its_cache_raises_its_flag_gpu() {
 /// each prompt stay unwritten (the rows that sit a round out write nothing), a row past the
 /// prompts is not touched, and bad prompt lists (and a state of another model) are refused
 /// before any work.
-fn ragged_prefill(dev: &Device, dtype: DType, max_seq: usize, prompts: &[&[u32]]) {
-    let model = Model::random(&Config::tiny(Family::Llama), dtype, max_seq, dev, 11).unwrap();
+fn ragged_prefill(dev: &Device, dtype: DType, max_seq: usize, rounds: PrefillRounds, prompts: &[&[u32]]) {
+    let mut model = Model::random(&Config::tiny(Family::Llama), dtype, max_seq, dev, 11).unwrap();
+    model.set_prefill_rounds(rounds);
+    assert_eq!(model.prefill_rounds(), rounds);
     let b = prompts.len() + 1;
     let params = [SamplingParams::GREEDY, SamplingParams::new(0.8, 20, 0.9).unwrap()];
     let decode = |st: &capture_candle::model::DecodeState| {
@@ -412,19 +414,28 @@ fn ragged_prefill(dev: &Device, dtype: DType, max_seq: usize, prompts: &[&[u32]]
     assert_eq!(st.read_pos().unwrap(), [3, 0], "refused before any work");
 }
 
+/// Prompts of these lengths, of fixed tokens.
+fn of(lens: &[u32]) -> Vec<Vec<u32>> {
+    lens.iter().map(|&n| (0..n).map(|t| (t * 7 + n) % 97).collect()).collect()
+}
+fn view(v: &[Vec<u32>]) -> Vec<&[u32]> {
+    v.iter().map(|p| p.as_slice()).collect()
+}
+
 /// Short prompts of 5, 1, 12 and 2 tokens (rounds of 1, 3 and 7 tokens, row 1 sitting out
-/// inside the span); long ones of 520, 3 and 260 (rounds of 2, 256, 1, 256 and 4); 9 prompts of
-/// 300 to 308 tokens (2,048 token rows a round: rounds of 227, then 72 to 80).
+/// inside the span; with at most 6 token rows a round, one token a row while the span has 4
+/// rows); long ones of 520, 3 and 260 (rounds of 2, 257 and 260; with at most 256 tokens a row,
+/// the rounds before 2026-12-02's fourth session, 2, 256, 1, 256 and 4); 9 prompts of 300 to
+/// 308 tokens (2,048 token rows a round: rounds of 227, then 72 to 80).
 fn ragged_cases(dev: &Device, dtype: DType) {
-    fn of(lens: &[u32]) -> Vec<Vec<u32>> {
-        lens.iter().map(|&n| (0..n).map(|t| (t * 7 + n) % 97).collect()).collect()
-    }
-    fn view(v: &[Vec<u32>]) -> Vec<&[u32]> {
-        v.iter().map(|p| p.as_slice()).collect()
-    }
-    ragged_prefill(dev, dtype, 64, &[&[3, 1, 4, 1, 5], &[9], &[2, 7, 1, 8, 2, 8, 1, 8, 2, 8, 4, 5], &[6, 6]]);
-    ragged_prefill(dev, dtype, 600, &view(&of(&[520, 3, 260])));
-    ragged_prefill(dev, dtype, 320, &view(&of(&(300..309).collect::<Vec<_>>())));
+    let short: [&[u32]; 4] = [&[3, 1, 4, 1, 5], &[9], &[2, 7, 1, 8, 2, 8, 1, 8, 2, 8, 4, 5], &[6, 6]];
+    let default = PrefillRounds::default();
+    ragged_prefill(dev, dtype, 64, default, &short);
+    ragged_prefill(dev, dtype, 64, PrefillRounds::new(6, 2048).unwrap(), &short);
+    let long = of(&[520, 3, 260]);
+    ragged_prefill(dev, dtype, 600, default, &view(&long));
+    ragged_prefill(dev, dtype, 600, PrefillRounds::new(2048, 256).unwrap(), &view(&long));
+    ragged_prefill(dev, dtype, 320, default, &view(&of(&(300..309).collect::<Vec<_>>())));
 }
 
 #[test]
@@ -437,6 +448,52 @@ fn prompts_of_different_lengths_prefill_together_as_alone_gpu() {
     if let Some(d) = gpu() {
         ragged_cases(&d, DType::F32);
         ragged_cases(&d, DType::BF16);
+    }
+}
+
+/// The rounds' sizes change how a prefill is cut, not what it computes: prompts of 300, 41 and
+/// 7 tokens under the default rounds (of 6, 34 and 259 tokens), at most 256 tokens a row (6,
+/// 34, 256 and 3) and at most 5 tokens a row in 16 token rows (61 rounds) give the same first
+/// logits (within 1e-4 in f32, 3e-2 in bf16) and, in f32, the same greedy tokens after.
+fn rounds_agree(dev: &Device, dtype: DType) {
+    let prompts = of(&[300, 41, 7]);
+    let settings =
+        [PrefillRounds::default(), PrefillRounds::new(2048, 256).unwrap(), PrefillRounds::new(16, 5).unwrap()];
+    let run = |rounds: PrefillRounds| {
+        let mut model = Model::random(&Config::tiny(Family::Llama), dtype, 320, dev, 11).unwrap();
+        model.set_prefill_rounds(rounds);
+        let st = model.new_state(3).unwrap();
+        model.prefill_rows(&st, &view(&prompts)).unwrap();
+        let logits = f32s(&st.logits().unwrap());
+        let mut tokens = vec![st.read_tokens().unwrap()];
+        for _ in 0..4 {
+            model.step(&st).unwrap();
+            tokens.push(st.read_tokens().unwrap());
+        }
+        (logits, tokens)
+    };
+    let (want, want_tokens) = run(settings[0]);
+    let tol = if dtype == DType::F32 { 1e-4 } else { 3e-2 };
+    for r in &settings[1..] {
+        let (logits, tokens) = run(*r);
+        let e = rel_err(&logits, &want);
+        assert!(e < tol, "{r:?} ({dtype:?}): first logits differ by {e}");
+        if dtype == DType::F32 {
+            assert_eq!(tokens, want_tokens, "{r:?}");
+        }
+    }
+}
+
+#[test]
+fn prefill_rounds_of_any_size_compute_the_same() {
+    rounds_agree(&Device::Cpu, DType::F32);
+}
+#[test]
+#[ignore = "needs a CUDA device"]
+fn prefill_rounds_of_any_size_compute_the_same_gpu() {
+    if let Some(d) = gpu() {
+        rounds_agree(&d, DType::F32);
+        rounds_agree(&d, DType::BF16);
     }
 }
 
@@ -460,9 +517,10 @@ fn seeded_sampling_in_the_model_repeats() {
 }
 
 /// The tiled attention of a prefill's rounds (on by default) agrees with the per-token kernel
-/// it replaces: for heads of 64 (Llama-3.2-1B's four heads a key head) and of 128 (three), in
-/// bf16 and f16, three layers, rows of 17 to 601 tokens prefilled together (rounds of 1 to 256
-/// tokens a row: the per-token kernel below 16, the tiled one from 16, with blocks part full).
+/// it replaces: for heads of 64 (Llama-3.2-1B's 32 over 8) and of 128 (16 over 4), in bf16
+/// and f16, three layers, rows of 17 to 601 tokens prefilled together (rounds of 1 to 301
+/// tokens a row: the per-token kernel below 16 tokens or 2,048 query rows, the tiled one from
+/// there, with blocks part full; the caches' bits differ, so the tiled one ran).
 /// The caches of layers 1 and 2, which the attention of the layers before them fed, and the
 /// first logits agree within the type's rounding. (The last layer's prefill attention feeds
 /// nothing the model keeps; `decode`'s tests check the kernel itself.) It is in effect only
@@ -479,7 +537,7 @@ fn tiled_prefill_attention_agrees_with_the_per_token_kernel_gpu() {
     d64.num_hidden_layers = 3;
     d64.vocab_size = 512;
     let mut d128 = Config::tiny(Family::Qwen2);
-    (d128.num_attention_heads, d128.num_key_value_heads, d128.head_dim, d128.hidden_size) = (6, 2, 128, 256);
+    (d128.num_attention_heads, d128.num_key_value_heads, d128.head_dim, d128.hidden_size) = (16, 4, 128, 256);
     d128.num_hidden_layers = 3;
     for cfg in [d64, d128] {
         for dtype in [DType::BF16, DType::F16] {
@@ -503,6 +561,7 @@ fn tiled_prefill_attention_agrees_with_the_per_token_kernel_gpu() {
             let (want, want_caches, want_pos) = run(&per_token);
             let (got, got_caches, got_pos) = run(&tiled);
             assert_eq!(got_pos, want_pos);
+            assert_ne!(got_caches, want_caches, "head_dim {} {dtype:?}: the tiled kernel did not run", cfg.head_dim);
             let limit = if dtype == DType::F16 { 1e-2 } else { 3e-2 };
             for (i, (g, w)) in got_caches.iter().zip(&want_caches).enumerate() {
                 let e = rel_err(g, w);

@@ -378,6 +378,24 @@ pub(crate) fn attention_tiled_fits(g: usize, dim: usize, elem: usize, t: usize, 
     elem == 2 && (dim == 64 || dim == 128) && (1..=16).contains(&g) && t >= ATT_TILED_MIN_TOKENS && bnk <= 65_535
 }
 
+/// The fewest query rows (tokens a row × rows × query heads) a launch needs for the default
+/// rule to take the tiled kernels. Each tiled block streams its keys in one serial chain, so
+/// with few blocks a long prefix costs its whole length in one block; the per-token kernel
+/// spreads the same keys over blocks per token and per chunk. Measured on an H200 (run 200,
+/// `llama_bench --attention`, eager launches): at Llama-3.2-1B's heads (32 over 8, of 64)
+/// the per-token kernel was faster at 512 and 1,024 query rows over prefixes of 2,048 and
+/// 8,000 (20.2 against 29.9 µs, 51.1 against 99.5; 28.0 against 30.1, 88.1 against 99.6), the
+/// tiled one from 2,048 (48.3 against 30.2 µs, 1.6×, at 64 tokens over 2,048); at
+/// Llama-3.1-8B's (32 over 8, of 128) the per-token one at 512 (34.8 against 68.5 µs) and the
+/// tiled one at 2,048 (78.8 against 66.1).
+pub(crate) const ATT_TILED_MIN_QUERY_ROWS: usize = 2048;
+
+/// Whether the default rule takes the tiled kernels for `t` tokens a row over `b` rows of `nq`
+/// query heads (where [`attention_tiled_fits`]).
+pub(crate) fn attention_tiled_pays(nq: usize, t: usize, b: usize) -> bool {
+    t.saturating_mul(b).saturating_mul(nq) >= ATT_TILED_MIN_QUERY_ROWS
+}
+
 /// Attention of many tokens a row in the tiled kernels: a block takes 64 query rows of one
 /// (row, key head) and streams the keys and values of their longest prefix once, through
 /// shared memory, on tensor cores (kernels/decode.cu, `attention_tiled`). The same operands
@@ -1083,6 +1101,9 @@ mod tests {
         }
         assert!(!attention_tiled_fits(17, 64, 2, 256, 64), "17 query heads a key head");
         assert!(!attention_tiled_fits(4, 64, 2, 256, 65_536), "a grid's second dimension");
+        assert!(attention_tiled_pays(32, 64, 1) && attention_tiled_pays(32, 16, 4), "2,048 query rows");
+        assert!(!attention_tiled_pays(32, 32, 1) && !attention_tiled_pays(14, 128, 1), "fewer");
+        assert!(attention_tiled_pays(usize::MAX, usize::MAX, 2), "no overflow");
         for name in [
             "attention_tiled_d64_bf16",
             "attention_tiled_d64_f16",
@@ -1105,9 +1126,9 @@ mod tests {
     #[test]
     #[ignore = "needs a CUDA device"]
     fn tiled_attention_runs_and_agrees_with_the_per_token_kernel_gpu() {
-        use crate::decode::{ops::attention_with, KvCache};
+        use crate::decode::{attention_using, AttentionKernel, KvCache};
         let Some(dev) = test_gpu() else { return };
-        let (b, nq, nk, t, d, s) = (2, 8, 2, 64, 64, 512);
+        let (b, nq, nk, t, d, s) = (2, 16, 4, 64, 64, 512);
         let vals = |n: usize, k: f32| -> Tensor {
             let v: Vec<f32> = (0..n).map(|i| ((i as f32 * k).sin() * 1.7).fract()).collect();
             Tensor::from_vec(v, n, &dev).unwrap().to_dtype(DType::BF16).unwrap()
@@ -1118,11 +1139,13 @@ mod tests {
         let q = vals(b * nq * t * d, 0.71).reshape((b, nq, t, d)).unwrap();
         let pos = Tensor::new(&[300u32, 448], &dev).unwrap();
         assert!(attention_tiled_fits(nq / nk, d, 2, t, b * nk), "the launch rule no longer takes this shape");
-        let f = |tiled: bool| -> Vec<f32> {
-            let out = attention_with(&q, &cache, &pos, 0.125, tiled).unwrap();
+        assert!(attention_tiled_pays(nq, t, b), "the default rule no longer takes this shape");
+        let f = |kernel: AttentionKernel| -> Vec<f32> {
+            let out = attention_using(&q, &cache, &pos, 0.125, kernel).unwrap();
             out.to_dtype(DType::F32).unwrap().flatten_all().unwrap().to_vec1().unwrap()
         };
-        let (tiled, per_token) = (f(true), f(false));
+        let (tiled, per_token) = (f(AttentionKernel::Tiled), f(AttentionKernel::PerToken));
+        assert_eq!(tiled, f(AttentionKernel::Auto), "the default rule did not take the tiled kernel");
         assert_ne!(tiled, per_token, "the same bits: the tiled kernel did not run");
         let (mut num, mut den) = (0f64, 0f64);
         for (x, y) in tiled.iter().zip(&per_token) {

@@ -40,8 +40,8 @@ pub use code::{kernel_code, KernelCode, PtxWhy, CUBIN_ARCH};
 pub const MATVEC_ROWS: usize = gpu::GEMV_MAX_M;
 
 pub use ops::{
-    add_rms_norm, attention, matvec, matvec_rows, matvec_swiglu, qkv_attention, qkv_rope_write, rope, silu_mul,
-    Prologue,
+    add_rms_norm, attention, attention_using, matvec, matvec_rows, matvec_swiglu, qkv_attention, qkv_rope_write, rope,
+    silu_mul, AttentionKernel, Prologue,
 };
 pub use rope::{Llama3Scaling, RopeLayout, RopeTable};
 pub use sampling::{Sampler, SamplingParams};

@@ -263,12 +263,16 @@ pub fn rope(x: &Tensor, heads: usize, table: &RopeTable, pos: &Tensor) -> Result
 /// key/value head combines the chunks. It uses the cache's counters: do not run two attentions over one cache at once on
 /// different streams.
 ///
-/// With 16 or more tokens a row (a prefill), in bf16 or f16 with heads of 64 or 128, it runs
-/// a tiled kernel instead: each block takes 64 query rows (a key/value head's query heads of
+/// With 16 or more tokens a row and 2,048 or more query rows in all (tokens a row × rows ×
+/// query heads: a prefill's round), in bf16 or f16 with heads of 64 or 128, it runs a tiled
+/// kernel instead: each block takes 64 query rows (a key/value head's query heads of
 /// consecutive tokens), streams the keys and values of their longest prefix once through
 /// shared memory, and computes scores and weighted values on tensor cores, flash-attention
 /// style (the probabilities rounded to the element type before the values' products), for a
-/// batch of up to 65,535 rows × key/value heads (more take the per-token kernel). Its
+/// batch of up to 65,535 rows × key/value heads (more take the per-token kernel). With fewer
+/// query rows its few blocks each stream a whole prefix alone, and the per-token kernel is
+/// faster over long prefixes (measured: `docs/benchmarks-llama.md`); [`attention_using`]
+/// takes either kernel by name. Its
 /// results agree with the per-token kernel's within the element type's rounding, not bit for
 /// bit. A value that is not finite in the cache past a token's prefix, but within 64 query
 /// rows' longest, makes that token's output NaN here (as in flash attention), not there.
@@ -278,20 +282,57 @@ pub fn rope(x: &Tensor, heads: usize, table: &RopeTable, pos: &Tensor) -> Result
 /// per key/value head, or on CUDA more than 65,535 tokens a row in one call;
 /// [`Error::InvalidArgument`] for a scale that is not finite; candle's error if a launch fails.
 pub fn attention(q: &Tensor, cache: &KvCache, pos: &Tensor, scale: f32) -> Result<Tensor> {
-    attention_with(q, cache, pos, scale, true)
+    attention_with(q, cache, pos, scale, AttentionKernel::Auto)
+}
+
+/// Which CUDA kernel [`attention_using`] runs. On the CPU there is one implementation, and
+/// every choice takes it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum AttentionKernel {
+    /// [`attention`]'s rule: the tiled kernel where it applies and the launch has 2,048 or more
+    /// query rows (tokens a row × rows × query heads), the per-token kernel elsewhere.
+    #[default]
+    Auto,
+    /// The per-token kernel (the decode steps'), whatever the size: each token's heads read
+    /// their prefix again. Its results are the decode steps' bit for bit.
+    PerToken,
+    /// The tiled kernel, or [`Error::BadOperands`] where it does not apply (see
+    /// [`attention`]: bf16 or f16, heads of 64 or 128, at most 16 query heads a key head, 16
+    /// or more tokens a row, at most 65,535 rows × key heads).
+    Tiled,
+}
+
+/// [`attention`] in the kernel `kernel` names (to compare the two, or to keep a prefill's
+/// attention bit for bit the decode kernel's).
+///
+/// # Errors
+/// As [`attention`]; with [`AttentionKernel::Tiled`] on CUDA, [`Error::BadOperands`] for a
+/// shape or dtype the tiled kernel does not take.
+pub fn attention_using(
+    q: &Tensor,
+    cache: &KvCache,
+    pos: &Tensor,
+    scale: f32,
+    kernel: AttentionKernel,
+) -> Result<Tensor> {
+    attention_with(q, cache, pos, scale, kernel)
 }
 
 /// Whether a CUDA launch of `tokens` tokens a row, `g` query heads a key head of `dim` in
-/// `dtype`, over `rows_kv` rows × key heads, takes the tiled kernels (when asked to).
+/// `dtype`, over `rows_kv` rows × key heads, can take the tiled kernels.
 pub(crate) fn tiled_fits(g: usize, dim: usize, dtype: DType, tokens: usize, rows_kv: usize) -> bool {
     gpu::attention_tiled_fits(g, dim, dtype.size_in_bytes(), tokens, rows_kv)
 }
 
-/// [`attention`], taking the tiled kernel where it applies only when `tiled` is set (unset:
-/// the per-token kernel, as before it; for comparisons: [`Model::set_tiled_attention`]).
-///
-/// [`Model::set_tiled_attention`]: crate::model::Model::set_tiled_attention
-pub(crate) fn attention_with(q: &Tensor, cache: &KvCache, pos: &Tensor, scale: f32, tiled: bool) -> Result<Tensor> {
+/// [`attention_using`]; [`AttentionKernel::Auto`] is [`attention`].
+pub(crate) fn attention_with(
+    q: &Tensor,
+    cache: &KvCache,
+    pos: &Tensor,
+    scale: f32,
+    kernel: AttentionKernel,
+) -> Result<Tensor> {
     const OP: &str = "attention";
     float(OP, "q", q)?;
     same(OP, "the KV cache", cache.k(), q)?;
@@ -315,6 +356,18 @@ pub(crate) fn attention_with(q: &Tensor, cache: &KvCache, pos: &Tensor, scale: f
     fits_u32(OP, "tokens", t)?;
     let where_ = on(OP, q)?;
     attention_limits(OP, &where_, cache, (nq, t), scale, q.dtype())?;
+    if kernel == AttentionKernel::Tiled && matches!(where_, On::Cuda) && !tiled_fits(nq / nk, dim, q.dtype(), t, b * nk)
+    {
+        return Err(Error::operands(
+            OP,
+            format!(
+                "the tiled kernel takes bf16 or f16, heads of 64 or 128, at most 16 query heads a key head, 16 or more tokens a row and at most 65,535 rows x key heads (got {:?}, heads of {dim}, {} a key head, {t} tokens, {} rows x key heads): use AttentionKernel::Auto",
+                q.dtype(),
+                nq / nk,
+                b * nk
+            ),
+        ));
+    }
     Ok(match where_ {
         On::Cuda => gpu::attention(
             q,
@@ -328,7 +381,11 @@ pub(crate) fn attention_with(q: &Tensor, cache: &KvCache, pos: &Tensor, scale: f
             None,
             None,
             Launch::Plain,
-            tiled,
+            match kernel {
+                AttentionKernel::Auto => gpu::attention_tiled_pays(nq, t, b),
+                AttentionKernel::PerToken => false,
+                AttentionKernel::Tiled => true,
+            },
         )?,
         On::Cpu => cpu::attention(q, cache.k(), cache.v(), pos, (b, nq, t, dim), (nk, s), scale)?,
     })
@@ -403,12 +460,25 @@ pub fn qkv_attention(
     q_heads: usize,
     scale: f32,
 ) -> Result<Tensor> {
-    qkv_attention_into(qkv, bias, rope, pos, active, cache, overflow, q_heads, scale, None, Launch::Plain, true)
+    qkv_attention_into(
+        qkv,
+        bias,
+        rope,
+        pos,
+        active,
+        cache,
+        overflow,
+        q_heads,
+        scale,
+        None,
+        Launch::Plain,
+        AttentionKernel::Auto,
+    )
 }
 
 /// [`qkv_attention`], writing its scratch and output where `into` says when the one-kernel
 /// path runs (CUDA, one token a row), and launching that kernel as `launch` says; otherwise
-/// `into` and `launch` are not used, and `tiled` is [`attention_with`]'s. Either way the
+/// `into` and `launch` are not used, and `kernel` is [`attention_using`]'s. Either way the
 /// result is the returned tensor.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn qkv_attention_into(
@@ -423,7 +493,7 @@ pub(crate) fn qkv_attention_into(
     scale: f32,
     into: Option<&gpu::AttInto<'_>>,
     launch: Launch,
-    tiled: bool,
+    kernel: AttentionKernel,
 ) -> Result<Tensor> {
     const OP: &str = "qkv_attention";
     let (tokens, _) = rope_write_checks(OP, qkv, bias, rope, pos, active, cache, overflow, q_heads)?;
@@ -439,7 +509,7 @@ pub(crate) fn qkv_attention_into(
     attention_limits(OP, &where_, cache, (q_heads, tokens), scale, qkv.dtype())?;
     if matches!(where_, On::Cpu) || tokens != 1 {
         let q = qkv_rope_write(qkv, bias, rope, pos, active, cache, overflow, q_heads)?;
-        return attention_with(&q, cache, pos, scale, tiled);
+        return attention_with(&q, cache, pos, scale, kernel);
     }
     let f = gpu::AttRope {
         qkv,

@@ -5,6 +5,7 @@
 //! place it differs, and why.
 
 mod config;
+mod rounds;
 mod state;
 mod weights;
 
@@ -13,11 +14,12 @@ use std::path::{Path, PathBuf};
 use candle_core::{DType, Device, Tensor};
 
 pub use config::{Config, Family};
+pub use rounds::PrefillRounds;
 pub use state::DecodeState;
 use weights::Source;
 
 use crate::decode::gpu::AttInto;
-use crate::decode::{self, Launch, Prologue, RopeLayout, RopeTable};
+use crate::decode::{self, AttentionKernel, Launch, Prologue, RopeLayout, RopeTable};
 use crate::error::{Error, Result};
 
 /// A class of the decode step's kernels, for [`Model::run_part`].
@@ -139,6 +141,8 @@ pub struct Model {
     /// Prefill rounds' attention in the tiled kernels (on by default:
     /// [`set_tiled_attention`](Self::set_tiled_attention)).
     tiled: bool,
+    /// How a prefill cuts its prompts into rounds ([`set_prefill_rounds`](Self::set_prefill_rounds)).
+    rounds: PrefillRounds,
 }
 
 impl Model {
@@ -261,6 +265,7 @@ impl Model {
                 _ => false,
             },
             tiled: true,
+            rounds: PrefillRounds::default(),
         })
     }
 
@@ -326,9 +331,9 @@ impl Model {
         Ok(self.programmatic)
     }
 
-    /// Whether the attention of a prefill's rounds (16 or more tokens a row) runs in the tiled
-    /// kernels on CUDA, in bf16 or f16 with heads of 64 or 128 (see [`decode::attention`]): on
-    /// by default. Each block of them reads a key head's cached keys and values once for 64
+    /// Whether the attention of a prefill's rounds (16 or more tokens a row, 2,048 or more
+    /// query rows in all: [`decode::attention`]'s rule) runs in the tiled kernels on CUDA, in
+    /// bf16 or f16 with heads of 64 or 128: on by default. Each block of them reads a key head's cached keys and values once for 64
     /// query rows, on tensor cores; off, each token's heads read them again in the per-token
     /// kernel the decode steps use. Results agree within the element type's rounding (so do
     /// the KV cache entries the prefill writes from them); the decode steps' kernels do not
@@ -351,6 +356,20 @@ impl Model {
         self.tiled
             && matches!(self.device, Device::Cuda(_))
             && crate::decode::ops::tiled_fits(heads / kv, self.cfg.head_dim, self.dtype, 16, kv)
+    }
+
+    /// How [`prefill_rows`](Self::prefill_rows) cuts its prompts into rounds from now on
+    /// ([`PrefillRounds`]: at most 2,048 token rows a round and 2,048 tokens a row by default).
+    /// Fewer token rows a round bound the prefill's memory tighter and read the weights more
+    /// times. The rounds' sizes change how the products are cut, so the first tokens' logits
+    /// agree within the element type's rounding across settings, not bit for bit.
+    pub fn set_prefill_rounds(&mut self, rounds: PrefillRounds) {
+        self.rounds = rounds;
+    }
+
+    /// How a prefill cuts its prompts into rounds ([`set_prefill_rounds`](Self::set_prefill_rounds)).
+    pub fn prefill_rounds(&self) -> PrefillRounds {
+        self.rounds
     }
 
     /// Whether programmatic dependent launch is in effect for the fused step's products and
@@ -533,6 +552,7 @@ impl Model {
         };
         // The fused routes form the queries, and write the cache, inside the attention kernel
         // (one token a row); the unfused route keeps the two kernels.
+        let kernel = if self.tiled { AttentionKernel::Auto } else { AttentionKernel::PerToken };
         let attend_into = |i: usize, l: &Layer, qkv: &Tensor, into: Option<&AttInto<'_>>| -> Result<Tensor> {
             let cache = &state.caches()[i];
             let heads = cfg.num_attention_heads;
@@ -540,11 +560,11 @@ impl Model {
                 (l.qkv_bias.as_ref(), state.pos(), Some(state.active()), state.overflow());
             let out = if fused {
                 decode::ops::qkv_attention_into(
-                    qkv, bias, &self.rope, pos, active, cache, overflow, heads, scale, into, launch, self.tiled,
+                    qkv, bias, &self.rope, pos, active, cache, overflow, heads, scale, into, launch, kernel,
                 )?
             } else {
                 let q = decode::qkv_rope_write(qkv, bias, &self.rope, pos, active, cache, overflow, heads)?;
-                decode::ops::attention_with(&q, cache, pos, scale, self.tiled)?
+                decode::attention_using(&q, cache, pos, scale, kernel)?
             };
             Ok(out.reshape((n, cfg.q_width()))?)
         };
@@ -657,8 +677,9 @@ impl Model {
     ///
     /// The prompts but their last tokens go first, in rounds: a round takes the rows from the
     /// first to the last that have tokens left, as many tokens as the shortest of them has
-    /// left (at most 256 a row, and 2,048 token rows a round where the span has no more rows
-    /// than that: one token a row beyond), and the rows in that span with nothing left sit it
+    /// left, within [`prefill_rounds`](Self::prefill_rounds)' bounds (by default at most
+    /// 2,048 a row, and 2,048 token rows a round where the span has no more rows than that:
+    /// one token a row beyond), and the rows in that span with nothing left sit it
     /// out (inactive: computed, their caches not written). So rows that finish early in the
     /// middle of the span cost compute until the rows around them finish: two long prompts
     /// around many short ones take as many token rows as if all were long. Prompts in order of
@@ -692,10 +713,6 @@ impl Model {
                 return Err(Error::PromptTooLong { len: p.len(), max_seq: cache });
             }
         }
-        // Tokens a row, and token rows a round, at most: the single-row prefill's chunk, and a
-        // bound on a round's activations.
-        const CHUNK: usize = 256;
-        const ROUND: usize = 2048;
         let b = prompts.len();
         let state = state.rows(0, b)?;
         let mut done = vec![0usize; b];
@@ -704,7 +721,7 @@ impl Model {
             let busy: Vec<usize> = (0..b).filter(|&row| left(row, &done) > 0).collect();
             let (Some(&lo), Some(&hi)) = (busy.first(), busy.last()) else { break };
             let rows = hi - lo + 1;
-            let n = busy.iter().map(|&row| left(row, &done)).min().unwrap_or(1).min(CHUNK).min((ROUND / rows).max(1));
+            let n = self.rounds.tokens(rows, busy.iter().map(|&row| left(row, &done)).min().unwrap_or(1));
             let span = state.rows(lo, rows)?;
             let mut toks = vec![0u32; rows * n];
             let mut pos = vec![0u32; rows];
