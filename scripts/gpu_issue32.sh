@@ -412,7 +412,7 @@ case "$1" in
     ;;
   attention-alone)
     # llama_bench --attention: the tiled and the per-token attention alone, eager, on SHAPES
-    # (BATCHxTOKENSxPREFIX,...), with CONFIG's heads (run 199).
+    # (BATCHxTOKENSxPREFIX,...), with CONFIG's heads (runs 200, 201, 203).
     timeout 300 $c/llama_bench --config ${CONFIG:-llama-3.2-1b} --rounds ${ROUNDS:-6} --paths none \
       --attention ${SHAPES:-1x16x2048,1x64x2048,1x256x2048,8x16x2048,8x256x1750} 2>&1 | tee "$out/$tag.txt" || failed "attention"
     ;;

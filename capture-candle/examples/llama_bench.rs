@@ -45,13 +45,15 @@
 //! row (`PrefillRounds::new(2048, 256)`: the rounds before 2026-12-02's fourth session); and in
 //! order of length with the prefill's attention in the per-token kernel
 //! (`Model::set_tiled_attention(false)`: the kernel before 2026-12-02's third session). The
-//! last two run on models of their own with the same weights. All four alternate round by
-//! round; each time ends with the read of the rows' first tokens.
+//! last two run on models of their own with the same weights (three models' weights on the
+//! GPU at once). All four alternate round by round; each time ends with the read of the rows'
+//! first tokens.
 //!
 //! `--attention BxTxP,...`: last, `decode::attention_using` on bf16 operands of the config's
 //! heads, B rows of T tokens after a prefix of P positions, in the tiled and the per-token
 //! kernels, alternated round by round, launched eagerly as a prefill launches them: each time
-//! is a median over rounds of one sync'd batch of launches (enough for about 2 ms).
+//! is a median over rounds of one sync'd batch of launches (enough for about 2 ms). Where the
+//! tiled kernel does not take the shape (fewer than 16 tokens, other heads) its cells are `–`.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -769,17 +771,37 @@ fn attention_bench(a: &Args, cfg: &Config, device: &Device, cs: &mut CandleStrea
             cs.stream().synchronize()?;
             Ok(t0.elapsed().as_secs_f64() * 1e6 / n as f64)
         };
-        // Warm both, then size a round's launches from the slower of them.
-        let once = kernels.iter().map(|&k| run(k, 1, cs)).collect::<Result<Vec<_>>>()?;
+        // The tiled kernel where it takes the shape (16 or more tokens a row, heads of 64 or
+        // 128): `Tiled` is refused elsewhere.
+        let kernels: Vec<AttentionKernel> = match run(AttentionKernel::Tiled, 1, cs) {
+            Ok(_) => kernels.to_vec(),
+            Err(capture_candle::Error::BadOperands { .. }) => vec![AttentionKernel::PerToken],
+            Err(e) => return Err(e),
+        };
+        // Warm each twice (the first launch loads its module), then size a round's launches
+        // from the slower of them.
+        let mut once = Vec::new();
+        for &k in &kernels {
+            run(k, 1, cs)?;
+            once.push(run(k, 1, cs)?);
+        }
         let n = (2000.0 / once.iter().fold(1.0f64, |m, &x| m.max(x))).ceil().clamp(3.0, 200.0) as usize;
-        let mut times = [Vec::new(), Vec::new()];
+        let mut times = vec![Vec::new(); kernels.len()];
         for _ in 0..a.rounds {
             for (i, &k) in kernels.iter().enumerate() {
                 times[i].push(run(k, n, cs)?);
             }
         }
         let blocks = (t * (nq / nk)).div_ceil(64) * b * nk;
-        let [(ti, ti_lo, ti_hi), (pt, pt_lo, pt_hi)] = times.map(|mut v| median(&mut v));
+        let mut meds: Vec<(f64, f64, f64)> = times.iter_mut().map(|v| median(v)).collect();
+        let (pt, pt_lo, pt_hi) = meds.pop().unwrap_or_default();
+        let Some((ti, ti_lo, ti_hi)) = meds.pop() else {
+            println!("| {b} | {t} | {p} | – | {n} | – | – | – | {pt:.1} | {pt_lo:.1} | {pt_hi:.1} | – |");
+            println!(
+                "json {{\"side\":\"capture-candle\",\"bench\":\"attention\",\"batch\":{b},\"tokens\":{t},\"prefix\":{p},\"per_token_us\":{pt:.3}}}"
+            );
+            continue;
+        };
         println!(
             "| {b} | {t} | {p} | {blocks} | {n} | {ti:.1} | {ti_lo:.1} | {ti_hi:.1} | {pt:.1} | {pt_lo:.1} | {pt_hi:.1} | {:.3} |",
             pt / ti

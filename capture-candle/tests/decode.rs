@@ -302,7 +302,8 @@ fn attention_shapes(dev: &Device) {
 }
 
 /// Many tokens a row (a prefill's rounds: on CUDA in bf16 and f16 with heads of 64 or 128, the
-/// tiled kernel) against the plain computation: 1 to 16 query heads a key head, blocks of 64
+/// tiled kernel where asked for, and under the default rule at 2,048 query rows) against the
+/// plain computation: 1 to 16 query heads a key head, blocks of 64
 /// query rows cut inside a token's heads (3 and 7 heads a key head), a last block and a last
 /// warp part full, prefixes up to the cache's end, a row whose last tokens pass it (they
 /// attend to the whole cache), a round of 128 tokens, and 15 tokens (the per-token kernel,

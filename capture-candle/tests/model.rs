@@ -423,10 +423,10 @@ fn view(v: &[Vec<u32>]) -> Vec<&[u32]> {
 }
 
 /// Short prompts of 5, 1, 12 and 2 tokens (rounds of 1, 3 and 7 tokens, row 1 sitting out
-/// inside the span; with at most 6 token rows a round, one token a row while the span has 4
-/// rows); long ones of 520, 3 and 260 (rounds of 2, 257 and 260; with at most 256 tokens a row,
-/// the rounds before 2026-12-02's fourth session, 2, 256, 1, 256 and 4); 9 prompts of 300 to
-/// 308 tokens (2,048 token rows a round: rounds of 227, then 72 to 80).
+/// inside the span; with at most 6 token rows a round, 1, 2, 1, 6 and 1); long ones of 520, 3
+/// and 260 (rounds of 2, 257 and 260; with at most 256 tokens a row, the rounds before
+/// 2026-12-02's fourth session, 2, 256, 1, 256 and 4); 9 prompts of 300 to 308 tokens (2,048
+/// token rows a round: rounds of 227 and 72, then eight of 1 as the rows finish).
 fn ragged_cases(dev: &Device, dtype: DType) {
     let short: [&[u32]; 4] = [&[3, 1, 4, 1, 5], &[9], &[2, 7, 1, 8, 2, 8, 1, 8, 2, 8, 4, 5], &[6, 6]];
     let default = PrefillRounds::default();

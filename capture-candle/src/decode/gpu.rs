@@ -129,7 +129,11 @@ const ATT_THREADS: u32 = 128;
 /// Query heads an attention block takes (`ATT_HEADS`): a key head's `g` query heads are
 /// `ceil(g / 4)` head groups, each its own blocks.
 const ATT_HEADS: usize = 4;
-/// Token rows per call that a cache's own counters cover (prefill runs in chunks of 256).
+/// Tokens a row per call that a cache's own counters cover: a decode step's one, and a
+/// prefill's rounds in the per-token kernel up to 256 tokens a row; a call of more tokens a
+/// row zeroes counters of its own (`attention`). A round of more than 256 tokens a row takes
+/// the tiled kernels, which use none, wherever they take the shapes (bf16 and f16, heads of 64
+/// or 128) and the launch has 2,048 or more query rows.
 pub(crate) const COUNTER_TOKENS: usize = 256;
 /// Most chunks the prefix is cut into (the grid's depth; `ATT_MAX_SPLITS`: the combining
 /// block holds a weight per chunk and head in shared memory).
@@ -389,6 +393,21 @@ pub(crate) fn attention_tiled_fits(g: usize, dim: usize, elem: usize, t: usize, 
 /// Llama-3.1-8B's (32 over 8, of 128) the per-token one at 512 (34.8 against 68.5 µs) and the
 /// tiled one at 2,048 (78.8 against 66.1).
 pub(crate) const ATT_TILED_MIN_QUERY_ROWS: usize = 2048;
+
+/// At heads of 64, the most keys (a row's prefix and its round's tokens, the longest row's) for
+/// which a caller that knows its rows' positions on the host (`Model::prefill_rows`) takes the
+/// tiled kernels below [`ATT_TILED_MIN_QUERY_ROWS`]: measured on an H200 (run 203, eager), 16
+/// to 48 tokens at Llama-3.2-1B's heads took 14.5-17.6 µs tiled against 18.8-22.2 per-token up
+/// to 1,072 keys (1.16-1.36×), and 24.0-24.2 against 20.6-23.0 at 1,552 and 1,568. At heads of
+/// 128 (Llama-3.1-8B's) the per-token kernel was already ahead at 272 keys (13.3 against 14.1
+/// µs), so there is no such bound.
+pub(crate) const ATT_TILED_SHORT_KEYS_D64: usize = 1024;
+
+/// Whether a launch whose longest row reads `keys` keys of `dim` takes the tiled kernels
+/// whatever its query rows (see [`ATT_TILED_SHORT_KEYS_D64`]; where [`attention_tiled_fits`]).
+pub(crate) fn attention_tiled_short(dim: usize, keys: usize) -> bool {
+    dim == 64 && keys <= ATT_TILED_SHORT_KEYS_D64
+}
 
 /// Whether the default rule takes the tiled kernels for `t` tokens a row over `b` rows of `nq`
 /// query heads (where [`attention_tiled_fits`]).
@@ -1104,6 +1123,8 @@ mod tests {
         assert!(attention_tiled_pays(32, 64, 1) && attention_tiled_pays(32, 16, 4), "2,048 query rows");
         assert!(!attention_tiled_pays(32, 32, 1) && !attention_tiled_pays(14, 128, 1), "fewer");
         assert!(attention_tiled_pays(usize::MAX, usize::MAX, 2), "no overflow");
+        assert!(attention_tiled_short(64, 1024) && !attention_tiled_short(64, 1025), "1,024 keys of 64");
+        assert!(!attention_tiled_short(128, 16), "none at heads of 128");
         for name in [
             "attention_tiled_d64_bf16",
             "attention_tiled_d64_f16",

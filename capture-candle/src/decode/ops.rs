@@ -282,7 +282,7 @@ pub fn rope(x: &Tensor, heads: usize, table: &RopeTable, pos: &Tensor) -> Result
 /// per key/value head, or on CUDA more than 65,535 tokens a row in one call;
 /// [`Error::InvalidArgument`] for a scale that is not finite; candle's error if a launch fails.
 pub fn attention(q: &Tensor, cache: &KvCache, pos: &Tensor, scale: f32) -> Result<Tensor> {
-    attention_with(q, cache, pos, scale, AttentionKernel::Auto)
+    attention_using(q, cache, pos, scale, AttentionKernel::Auto)
 }
 
 /// Which CUDA kernel [`attention_using`] runs. On the CPU there is one implementation, and
@@ -310,23 +310,6 @@ pub enum AttentionKernel {
 /// As [`attention`]; with [`AttentionKernel::Tiled`] on CUDA, [`Error::BadOperands`] for a
 /// shape or dtype the tiled kernel does not take.
 pub fn attention_using(
-    q: &Tensor,
-    cache: &KvCache,
-    pos: &Tensor,
-    scale: f32,
-    kernel: AttentionKernel,
-) -> Result<Tensor> {
-    attention_with(q, cache, pos, scale, kernel)
-}
-
-/// Whether a CUDA launch of `tokens` tokens a row, `g` query heads a key head of `dim` in
-/// `dtype`, over `rows_kv` rows × key heads, can take the tiled kernels.
-pub(crate) fn tiled_fits(g: usize, dim: usize, dtype: DType, tokens: usize, rows_kv: usize) -> bool {
-    gpu::attention_tiled_fits(g, dim, dtype.size_in_bytes(), tokens, rows_kv)
-}
-
-/// [`attention_using`]; [`AttentionKernel::Auto`] is [`attention`].
-pub(crate) fn attention_with(
     q: &Tensor,
     cache: &KvCache,
     pos: &Tensor,
@@ -389,6 +372,12 @@ pub(crate) fn attention_with(
         )?,
         On::Cpu => cpu::attention(q, cache.k(), cache.v(), pos, (b, nq, t, dim), (nk, s), scale)?,
     })
+}
+
+/// Whether a CUDA launch of `tokens` tokens a row, `g` query heads a key head of `dim` in
+/// `dtype`, over `rows_kv` rows × key heads, can take the tiled kernels.
+pub(crate) fn tiled_fits(g: usize, dim: usize, dtype: DType, tokens: usize, rows_kv: usize) -> bool {
+    gpu::attention_tiled_fits(g, dim, dtype.size_in_bytes(), tokens, rows_kv)
 }
 
 /// What [`attention`] and [`qkv_attention`] both refuse, past their operands' shapes: a scale
@@ -509,7 +498,7 @@ pub(crate) fn qkv_attention_into(
     attention_limits(OP, &where_, cache, (q_heads, tokens), scale, qkv.dtype())?;
     if matches!(where_, On::Cpu) || tokens != 1 {
         let q = qkv_rope_write(qkv, bias, rope, pos, active, cache, overflow, q_heads)?;
-        return attention_with(&q, cache, pos, scale, kernel);
+        return attention_using(&q, cache, pos, scale, kernel);
     }
     let f = gpu::AttRope {
         qkv,

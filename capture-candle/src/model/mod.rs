@@ -331,9 +331,11 @@ impl Model {
         Ok(self.programmatic)
     }
 
-    /// Whether the attention of a prefill's rounds (16 or more tokens a row, 2,048 or more
-    /// query rows in all: [`decode::attention`]'s rule) runs in the tiled kernels on CUDA, in
-    /// bf16 or f16 with heads of 64 or 128: on by default. Each block of them reads a key head's cached keys and values once for 64
+    /// Whether the attention of a prefill's rounds runs in the tiled kernels on CUDA, in bf16
+    /// or f16 with heads of 64 or 128: on by default. A round takes them with 16 or more tokens
+    /// a row and either 2,048 or more query rows in all ([`decode::attention`]'s rule) or, at
+    /// heads of 64, no row past 1,024 positions after it (measured faster there whatever the
+    /// round's size); the other rounds take the per-token kernel. Each block of them reads a key head's cached keys and values once for 64
     /// query rows, on tensor cores; off, each token's heads read them again in the per-token
     /// kernel the decode steps use. Results agree within the element type's rounding (so do
     /// the KV cache entries the prefill writes from them); the decode steps' kernels do not
@@ -348,11 +350,12 @@ impl Model {
     }
 
     /// Whether the tiled kernels are in effect for a prefill's attention
-    /// ([`set_tiled_attention`](Self::set_tiled_attention)).
+    /// ([`set_tiled_attention`](Self::set_tiled_attention)): whether a round may take them.
     pub fn tiled_attention(&self) -> bool {
         // `Config::validate` made the key heads at least 1 and a divisor of the query heads.
         let (heads, kv) = (self.cfg.num_attention_heads, self.cfg.num_key_value_heads);
-        // The launch rule at a prefill round's smallest size (16 tokens, one row).
+        // Whether the kernels take this model's shapes at a round's smallest size for them (16
+        // tokens, one row); which rounds take them is the rule's (`forward_with`).
         self.tiled
             && matches!(self.device, Device::Cuda(_))
             && crate::decode::ops::tiled_fits(heads / kv, self.cfg.head_dim, self.dtype, 16, kv)
@@ -398,7 +401,7 @@ impl Model {
     /// # Errors
     /// candle's, or [`Error::BadOperands`] if `state` was made for another model.
     pub fn step(&self, state: &DecodeState) -> Result<()> {
-        self.forward(state.tokens(), state, 1, true)
+        self.forward(state.tokens(), state, 1, usize::MAX, true)
     }
 
     /// The same step with candle's unfused ops where the fused kernels stand (the residual
@@ -408,7 +411,7 @@ impl Model {
     /// # Errors
     /// As [`step`](Self::step).
     pub fn step_unfused(&self, state: &DecodeState) -> Result<()> {
-        self.forward_with(state.tokens(), state, 1, true, Route::Unfused)
+        self.forward_with(state.tokens(), state, 1, usize::MAX, true, Route::Unfused)
     }
 
     /// The fused step as it ran from 3 rows on before the tensor-core products: cuBLAS
@@ -420,7 +423,7 @@ impl Model {
     /// As [`step`](Self::step).
     #[doc(hidden)]
     pub fn step_cublas(&self, state: &DecodeState) -> Result<()> {
-        self.forward_with(state.tokens(), state, 1, true, Route::CublasProducts)
+        self.forward_with(state.tokens(), state, 1, usize::MAX, true, Route::CublasProducts)
     }
 
     /// Runs one class of the decode step's operations alone, on scratch inputs of the step's
@@ -510,16 +513,20 @@ impl Model {
         tokens: &Tensor,
         state: &DecodeState,
         tokens_per_row: usize,
+        keys: usize,
         sample: bool,
     ) -> Result<()> {
-        self.forward_with(tokens, state, tokens_per_row, sample, Route::Fused)
+        self.forward_with(tokens, state, tokens_per_row, keys, sample, Route::Fused)
     }
 
+    /// `keys`: the most keys a row's attention reads (its prefix and these tokens), where the
+    /// caller knows the rows' positions on the host; `usize::MAX` where it does not.
     fn forward_with(
         &self,
         tokens: &Tensor,
         state: &DecodeState,
         tokens_per_row: usize,
+        keys: usize,
         sample: bool,
         route: Route,
     ) -> Result<()> {
@@ -552,7 +559,18 @@ impl Model {
         };
         // The fused routes form the queries, and write the cache, inside the attention kernel
         // (one token a row); the unfused route keeps the two kernels.
-        let kernel = if self.tiled { AttentionKernel::Auto } else { AttentionKernel::PerToken };
+        // The per-token kernel with the tiled ones off; the tiled ones for a round whose rows'
+        // prefixes are all short (faster there whatever the round's size); else the rule.
+        let (heads, kv) = (cfg.num_attention_heads, cfg.num_key_value_heads);
+        let kernel = if !self.tiled {
+            AttentionKernel::PerToken
+        } else if decode::gpu::attention_tiled_short(cfg.head_dim, keys)
+            && decode::ops::tiled_fits(heads / kv, cfg.head_dim, self.dtype, tokens_per_row, b * kv)
+        {
+            AttentionKernel::Tiled
+        } else {
+            AttentionKernel::Auto
+        };
         let attend_into = |i: usize, l: &Layer, qkv: &Tensor, into: Option<&AttInto<'_>>| -> Result<Tensor> {
             let cache = &state.caches()[i];
             let heads = cfg.num_attention_heads;
@@ -732,7 +750,8 @@ impl Model {
                 (pos[r], active[r]) = (done[row] as u32, true);
             }
             span.set_rows(&pos, &active)?;
-            self.forward(&Tensor::new(toks.as_slice(), &self.device)?, &span, n, false)?;
+            let keys = busy.iter().map(|&row| done[row]).max().unwrap_or(0) + n;
+            self.forward(&Tensor::new(toks.as_slice(), &self.device)?, &span, n, keys, false)?;
             for &row in &busy {
                 done[row] += n;
             }
