@@ -397,10 +397,10 @@ pub(crate) const ATT_TILED_MIN_QUERY_ROWS: usize = 2048;
 /// At heads of 64, the most keys (a row's prefix and its round's tokens, the longest row's) for
 /// which a caller that knows its rows' positions on the host (`Model::prefill_rows`) takes the
 /// tiled kernels below [`ATT_TILED_MIN_QUERY_ROWS`]: measured on an H200 (run 203, eager), 16
-/// to 48 tokens at Llama-3.2-1B's heads took 14.5-17.6 µs tiled against 18.8-22.2 per-token up
-/// from 80 to 1,072 keys (1.16-1.36×), and 24.0-24.2 against 20.6-23.0 at 1,552 and 1,568. At heads of
-/// 128 (Llama-3.1-8B's) the per-token kernel was already ahead at 272 keys (13.3 against 14.1
-/// µs), so there is no such bound.
+/// to 48 tokens at Llama-3.2-1B's heads took 14.5-17.6 µs tiled against 18.8-22.2 per-token
+/// from 80 to 1,072 keys (1.16-1.36×), and 24.0-24.2 against 20.6-23.0 at 1,552 and 1,568 (run
+/// 204's repeat at 528 keys: level). At heads of 128 (Llama-3.1-8B's) the per-token kernel was
+/// already ahead at 272 keys (13.3 against 14.1 µs), so there is no such bound.
 pub(crate) const ATT_TILED_SHORT_KEYS_D64: usize = 1024;
 
 /// Whether a launch whose longest row reads `keys` keys of `dim` takes the tiled kernels
