@@ -390,8 +390,8 @@ fn models_match_transformers_in_batches_gpu() {
 /// transformers saved (`scripts/conformance/real_shapes.py`, run on the GPU machine: 1–2.5 GB
 /// each, not committed), in both config forms, with prompts of 13, 150, 300, 4,200 and 8,100
 /// tokens (decode reads up to 128 keys, more than 128, many chunks of keys, and positions
-/// 8,100 to 8,139, where the benchmarks time it; the prefill ran past 256 tokens, two rounds,
-/// before 2026-12-02's fourth session) and 40
+/// 8,100 to 8,139, where the benchmarks time it; the prefill runs past 256 tokens a row, which
+/// took more than one round before 2026-12-02's fourth session) and 40
 /// greedy steps. The cache holds the longest prompt and its steps. Runs
 /// where `CAPTURE_CONFORMANCE_REAL` names their folder; prints the conformance table, with the
 /// prompts as they are and repeated to 8 rows. The bounds are the small fixtures' CUDA bounds,

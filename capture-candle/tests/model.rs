@@ -520,7 +520,9 @@ fn seeded_sampling_in_the_model_repeats() {
 /// it replaces: for heads of 64 (Llama-3.2-1B's 32 over 8) and of 128 (16 over 4), in bf16
 /// and f16, three layers, rows of 17 to 601 tokens prefilled together (rounds of 1 to 301
 /// tokens a row: the per-token kernel below 16 tokens or 2,048 query rows, the tiled one from
-/// there, with blocks part full; the caches' bits differ, so the tiled one ran).
+/// there, with blocks part full; the caches' bits differ, so the tiled one ran). Then a round
+/// below 2,048 query rows over a short prefix (heads of 64), which the model gives the tiled
+/// kernel too.
 /// The caches of layers 1 and 2, which the attention of the layers before them fed, and the
 /// first logits agree within the type's rounding. (The last layer's prefill attention feeds
 /// nothing the model keeps; `decode`'s tests check the kernel itself.) It is in effect only
@@ -577,6 +579,27 @@ fn tiled_prefill_attention_agrees_with_the_per_token_kernel_gpu() {
             assert!(e < limit, "head_dim {} {dtype:?}: first logits rel err {e}", cfg.head_dim);
         }
     }
+    // Below 2,048 query rows the model takes the tiled kernel only where it knows every row's
+    // prefix is short (heads of 64, at most 1,024 keys): one prompt of 100 tokens at 8 query
+    // heads is a round of 99 tokens, 792 query rows, 99 keys.
+    let mut short = Config::llama_3_2_1b();
+    (short.num_hidden_layers, short.vocab_size, short.num_attention_heads, short.num_key_value_heads) = (3, 512, 8, 2);
+    let prompt: Vec<u32> = (0..100).map(|i| (i * 31 + 5) % 512).collect();
+    let run = |m: &Model| {
+        let st = m.new_state(1).unwrap();
+        m.prefill_rows(&st, &[&prompt]).unwrap();
+        let caches: Vec<Vec<f32>> = st.caches()[1..].iter().flat_map(|c| [f32s(c.k()), f32s(c.v())]).collect();
+        (f32s(&st.logits().unwrap()), caches)
+    };
+    let tiled = Model::random(&short, DType::BF16, 128, &dev, 3).unwrap();
+    let mut per_token = Model::random(&short, DType::BF16, 128, &dev, 3).unwrap();
+    per_token.set_tiled_attention(false);
+    let ((got, got_caches), (want, want_caches)) = (run(&tiled), run(&per_token));
+    assert_ne!(got_caches, want_caches, "a short round below 2,048 query rows: the tiled kernel did not run");
+    for (g, w) in got_caches.iter().zip(&want_caches) {
+        assert!(rel_err(g, w) < 3e-2, "a short round: caches rel err {}", rel_err(g, w));
+    }
+    assert!(rel_err(&got, &want) < 3e-2, "a short round: first logits rel err {}", rel_err(&got, &want));
 }
 
 /// Programmatic dependent launch is in effect only on a GPU that has it: on the CPU

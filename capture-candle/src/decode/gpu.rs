@@ -133,7 +133,8 @@ const ATT_HEADS: usize = 4;
 /// prefill's rounds in the per-token kernel up to 256 tokens a row; a call of more tokens a
 /// row zeroes counters of its own (`attention`). A round of more than 256 tokens a row takes
 /// the tiled kernels, which use none, wherever they take the shapes (bf16 and f16, heads of 64
-/// or 128) and the launch has 2,048 or more query rows.
+/// or 128) and the launch has 2,048 or more query rows (or, from `Model::prefill_rows`, a
+/// short prefix: `ATT_TILED_SHORT_KEYS_D64`).
 pub(crate) const COUNTER_TOKENS: usize = 256;
 /// Most chunks the prefix is cut into (the grid's depth; `ATT_MAX_SPLITS`: the combining
 /// block holds a weight per chunk and head in shared memory).
