@@ -272,9 +272,8 @@ pub fn rope(x: &Tensor, heads: usize, table: &RopeTable, pos: &Tensor) -> Result
 /// batch of up to 65,535 rows × key/value heads (more take the per-token kernel). With fewer
 /// query rows its few blocks each stream a whole prefix alone, and the per-token kernel is
 /// faster over long prefixes (measured: `docs/benchmarks-llama.md`); [`attention_using`]
-/// takes either kernel by name. Its
-/// results agree with the per-token kernel's within the element type's rounding, not bit for
-/// bit. A value that is not finite in the cache past a token's prefix, but within 64 query
+/// takes either kernel by name. Its results agree with the per-token kernel's within the
+/// element type's rounding, not bit for bit. A value that is not finite in the cache past a token's prefix, but within 64 query
 /// rows' longest, makes that token's output NaN here (as in flash attention), not there.
 ///
 /// # Errors

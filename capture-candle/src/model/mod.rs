@@ -335,9 +335,9 @@ impl Model {
     /// or f16 with heads of 64 or 128: on by default. A round takes them with 16 or more tokens
     /// a row and either 2,048 or more query rows in all ([`decode::attention`]'s rule) or, at
     /// heads of 64, no row past 1,024 positions after it (measured faster there whatever the
-    /// round's size); the other rounds take the per-token kernel. Each block of them reads a key head's cached keys and values once for 64
-    /// query rows, on tensor cores; off, each token's heads read them again in the per-token
-    /// kernel the decode steps use. Results agree within the element type's rounding (so do
+    /// round's size); the other rounds take the per-token kernel. Each block of them reads a
+    /// key head's cached keys and values once for 64 query rows, on tensor cores; off, each
+    /// token's heads read them again in the per-token kernel the decode steps use. Results agree within the element type's rounding (so do
     /// the KV cache entries the prefill writes from them); the decode steps' kernels do not
     /// change. Returns whether it is in effect: false on the CPU and for other types or head
     /// sizes, which take the per-token path whatever `on` says. A state of more than 65,535
