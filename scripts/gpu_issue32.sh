@@ -33,6 +33,8 @@
 #   bash scripts/gpu_issue32.sh ragged       # llama_bench --ragged: prompts of mixed lengths prefilled in the given order and by length, and by length
 #                                            #   on the per-token attention (RAGGED: 256,1024,2000); VARIANTS: llama_bench_NAME builds alternated
 #   bash scripts/gpu_issue32.sh attention-alone # llama_bench --attention: the tiled and the per-token attention alone on SHAPES (BxTxP,...; CONFIG)
+#   bash scripts/gpu_issue32.sh sampler      # the sampler against sampling_bench_old / llama_bench_old: ncu's kernel times by mode, sampling_bench
+#                                            #   and llama_bench (every sampling mode, batches 1/8/32, positions 64/2000), alternated
 #   bash scripts/gpu_issue32.sh ncu-prefill  # Nsight Compute's kernel times over the first 2,600 launches of llama_bench --ragged 2000 at batch 8 (run 189);
 #                                            #   bench/torch_prefill_attention.py, PyTorch's flash attention over the same work (run 191)
 #   bash scripts/gpu_issue32.sh ncu-attention # Nsight Compute's times of the attention kernels alone (KERNELS: a regex) over llama_bench --ragged 2000 at batch 8
@@ -415,6 +417,31 @@ case "$1" in
     # (BATCHxTOKENSxPREFIX,...), with CONFIG's heads (runs 200, 201, 203).
     timeout 300 $c/llama_bench --config ${CONFIG:-llama-3.2-1b} --rounds ${ROUNDS:-6} --paths none \
       --attention ${SHAPES:-1x16x2048,1x64x2048,1x256x2048,8x16x2048,8x256x1750} 2>&1 | tee "$out/$tag.txt" || failed "attention"
+    ;;
+  sampler)
+    # The sampler, this build against sampling_bench_old / llama_bench_old (an earlier build,
+    # staged under those names): Nsight Compute's kernel times by sampling mode at BATCHES_NCU
+    # (1,32), then sampling_bench alternated AB (2) times, then llama_bench's fused step in every
+    # sampling mode at batches 1/8/32, positions 64 and 2,000, alternated AB times. PARTS
+    # (ncu,bench,step) picks among the three.
+    { nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+      has() { case ",${PARTS:-ncu,bench,step}," in *",$1,"*) return 0;; esac; return 1; }
+      has ncu && for b in $(echo ${BATCHES_NCU:-1,32} | tr , ' '); do for v in "" _old; do
+        echo "=== ncu: sampling_bench$v, batch $b (us a draw, each kernel alone)"
+        ( cd /tmp && timeout 200 ncu --metrics gpu__time_duration.sum --csv --print-units base --clock-control none \
+            --kernel-name regex:sample_ "$OLDPWD/$c/sampling_bench$v" --rounds 1 --batches $b ) > "$out/$tag-ncu$v-$b.csv" || failed "ncu $v $b"
+        python3 bench/ncu_sampler.py "$out/$tag-ncu$v-$b.csv" || failed "ncu_sampler $v $b"
+      done; done
+      has bench && for r in $(seq ${AB:-2}); do for v in "" _old; do
+        echo "=== round $r: sampling_bench$v"
+        timeout 120 $c/sampling_bench$v --rounds ${ROUNDS:-20} --batches 1,8,32 || failed "sampling_bench$v"
+      done; done
+      has step && for r in $(seq ${AB:-2}); do for v in "" _old; do
+        echo "=== round $r: llama_bench$v"
+        timeout ${LIMIT:-150} $c/llama_bench$v --rounds ${ROUNDS_STEP:-6} --max-seq 2112 --batches 1,8,32 --positions 64,2000 \
+          --sampling greedy,topk,plain --paths fused --no-breakdown || failed "llama_bench$v"
+      done; done
+    } 2>&1 | tee "$out/$tag.txt"
     ;;
   ncu-prefill)
     ( cd /tmp && timeout 420 ncu --metrics gpu__time_duration.sum --csv --print-units base --clock-control none --launch-count 2600 \

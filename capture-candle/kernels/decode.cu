@@ -2071,20 +2071,16 @@ static __device__ __forceinline__ u64 weight_of(float v, float xmax, float inv_t
     return w == w ? (u64)w : 0;
 }
 
-// Adds `val` to hist[bin] for every lane with `p`, one atomic per distinct bin of the warp:
-// the lanes of a bin sum their values first (integer sums: the same totals in any order).
-// Every lane of the warp must call it.
+// Adds `val` (< 2^32) to hist[bin] for every lane with `p`, one atomic per distinct bin of
+// the warp: the lanes of a bin sum their values first, in 16-bit halves (integer sums: the
+// same totals in any order). Every lane of the warp must call it.
 static __device__ __forceinline__ void warp_hist_add(unsigned long long* hist, u32 bin, u64 val, bool p) {
-    const u32 lane = threadIdx.x % 32;
-    unsigned pending = __ballot_sync(0xffffffffu, p);
-    while (pending) {
-        const int leader = __ffs(pending) - 1;
-        const u32 b = __shfl_sync(0xffffffffu, bin, leader);
-        const bool mine = p && bin == b;
-        u64 v = mine ? val : 0;
-        for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-        if ((int)lane == leader) atomicAdd(&hist[b], (unsigned long long)v);
-        pending &= ~__ballot_sync(0xffffffffu, mine);
+    const unsigned act = __ballot_sync(0xffffffffu, p);
+    if (p) {
+        const unsigned peers = __match_any_sync(act, bin);
+        const u32 l = __reduce_add_sync(peers, (u32)(val & 0xffffu)), h = __reduce_add_sync(peers, (u32)(val >> 16));
+        if ((threadIdx.x % 32) == (u32)(__ffs(peers) - 1))
+            atomicAdd(&hist[bin], (unsigned long long)l + ((unsigned long long)h << 16));
     }
 }
 
@@ -2148,8 +2144,9 @@ __device__ u32 radix_select(const typename E::T* x, u32 V, bool vec, u64 target,
 // on one multiprocessor): the reference the multi-block path below must equal, and its
 // fallback. Returns the token; advances the row's counter when it draws. Every thread of the
 // block calls it.
+// Not inlined: the fallback of sample_pick, whose draw would otherwise share its registers.
 template <typename E>
-__device__ u32 sample_scan(const typename E::T* x, u32 V, float temp, float top_p, u32 top_k, u32* g) {
+__device__ __noinline__ u32 sample_scan(const typename E::T* x, u32 V, float temp, float top_p, u32 top_k, u32* g) {
     const u32 tid = threadIdx.x, nt = blockDim.x;
     __shared__ u32 skey[32];
     __shared__ u32 sidx[32];
@@ -2337,6 +2334,7 @@ __device__ void sample(const typename E::T* logits, u32 V, const float* params, 
 #define SP_LB 32  // sample_part's first try: candidates from the 32nd largest of its threads' maxima
 #define SP_PART_THREADS 256
 #define SP_PICK_THREADS 1024
+#define SP_RANK_GRID 128  // sample_part ranks its threads' maxima directly up to this many blocks
 #define SP_SUMS 2
 #define SP_INFO (SP_SUMS + 2 * SP_PARTS)
 #define SP_KEYS (SP_INFO + 2 * SP_PARTS)
@@ -2513,8 +2511,6 @@ __device__ void sample_part(const typename E::T* logits, u32 V, u32 chunk, const
     // it, they are the candidates, and every logit above lb - 1 is listed. Otherwise (and for
     // longer parts) the exact selection below.
     if (n > SP_C && n <= nt * 8) {
-        __shared__ u32 tmax[SP_PART_THREADS];
-        __shared__ u32 slb;
         const u32 i0 = lo + tid * 8;
         float v[8];
         u32 k[8], tm = 0;
@@ -2524,15 +2520,49 @@ __device__ void sample_part(const typename E::T* logits, u32 V, u32 chunk, const
             k[j] = i0 + j < hi ? key_of(v[j]) : 0u;
             tm = max(tm, k[j]);
         }
-        tmax[tid] = tm;
-        if (tid == 0) slb = 0;
-        __syncthreads();
-        u32 gt = 0, ge = 0;
-        for (u32 q = 0; q < nt; ++q) {
-            gt += tmax[q] > tm;
-            ge += tmax[q] >= tm;
+        // lb, found one of two ways (the same value either way). On a small grid (a launch
+        // latency-bound, batch 1 and 2) each thread ranks its maximum against the others' (256
+        // shared reads a thread). On larger ones, where those reads were most of the kernel's
+        // time (44 us at 32 rows, run 206), a radix selection over the nonzero maxima, 8 bits a
+        // pass from the top: where a bin holds exactly the count still needed, every maximum in
+        // it is among the SP_LB largest and the smallest of them is lb; after four passes the
+        // prefix is lb. 0 when fewer than SP_LB maxima are nonzero.
+        __shared__ u32 slb;
+        if (gridDim.x * gridDim.y <= SP_RANK_GRID) {
+            __shared__ u32 tmax[SP_PART_THREADS];
+            tmax[tid] = tm;
+            if (tid == 0) slb = 0;
+            __syncthreads();
+            u32 gt = 0, ge = 0;
+            for (u32 q = 0; q < nt; ++q) {
+                gt += tmax[q] > tm;
+                ge += tmax[q] >= tm;
+            }
+            if (tm && gt < SP_LB && SP_LB <= ge) slb = tm;
+        } else {
+            u32 prefix = 0, mask = 0;
+            u64 need = SP_LB;
+            bool found = true;
+            if (tid == 0) slb = 0xffffffffu;
+            for (int shift = 24; shift >= 0; shift -= 8) {
+                for (u32 j = tid; j < 256; j += nt) hist[j] = 0;
+                __syncthreads();
+                hist_add32(hist, (tm >> shift) & 255u, tm != 0 && (tm & mask) == prefix);
+                __syncthreads();
+                if (tid < 32) top_bin(hist, nullptr, need, sbin, srest, sexact, sfound);
+                __syncthreads();
+                found = sfound;
+                const bool exact = sexact;
+                prefix |= sbin << shift;
+                mask |= 255u << shift;
+                need = srest;
+                __syncthreads();
+                if (!found || exact) break;
+            }
+            if (found && tm != 0 && (tm & mask) == prefix) atomicMin(&slb, tm);
+            __syncthreads();
+            if (!found && tid == 0) slb = 0;
         }
-        if (tm && gt < SP_LB && SP_LB <= ge) slb = tm;
         __syncthreads();
         const u32 lb = slb;
         if (lb) {
@@ -2773,19 +2803,25 @@ __device__ void sample_pick(const typename E::T* logits, u32 V, u32 parts, u32 c
                 }
             }
         } else {
-            // The candidates, slot p * SP_C + j (index order); 0 marks an empty slot.
+            // The candidates, slot p * SP_C + j (index order); 0 marks an empty slot. The
+            // parts' counts and thresholds come first, into shared memory (one 8-byte read a
+            // part, not one read a slot before each slot's key), then every slot's key.
             const u32 n = parts * SP_C;
+            __shared__ uint2 pinfo[SP_PARTS];  // count | full << 31, threshold key
+            if (tid < parts) pinfo[tid] = *reinterpret_cast<const uint2*>(s + SP_INFO + 2 * tid);
+            __syncthreads();
+#pragma unroll 4
             for (u32 i = tid; i < n; i += nt) {
                 const u32 q = i / SP_C, j = i - q * SP_C;
-                keys[i] = j < (s[SP_INFO + 2 * q] & 0x7fffffffu) ? s[SP_KEYS + i] : 0u;
+                keys[i] = j < (pinfo[q].x & 0x7fffffffu) ? s[SP_KEYS + i] : 0u;
             }
             // L: the largest threshold of a full part; every key above it is a candidate.
             if (tid < 32) {
                 u32 l = 0, cnt = 0;
                 for (u32 q = tid; q < parts; q += 32) {
-                    const u32 info = s[SP_INFO + 2 * q];
-                    cnt += info & 0x7fffffffu;
-                    if (info & 0x80000000u) l = max(l, s[SP_INFO + 2 * q + 1]);
+                    const uint2 info = pinfo[q];
+                    cnt += info.x & 0x7fffffffu;
+                    if (info.x & 0x80000000u) l = max(l, info.y);
                 }
                 for (int o = 16; o > 0; o >>= 1) {
                     l = max(l, __shfl_xor_sync(0xffffffffu, l, o));
