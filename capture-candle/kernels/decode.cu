@@ -2311,10 +2311,14 @@ __device__ void sample(const typename E::T* logits, u32 V, const float* params, 
 //                largest key and first index, atomicMax'ed into the row's scratch slot.
 //   sample_part  (grid P x B): each part's candidates, at most SP_C of its largest logits,
 //                in index order, with a threshold key: every logit of the part above it is a
-//                candidate. And, when no top-k applies, the part's exact fixed-point weight sum.
+//                candidate. When no top-k applies, the part's exact fixed-point weight sum
+//                instead, and with top-p its weights by bin (sp_bin) into the row's histogram.
 //   sample_pick  (grid B): one block a row merges the candidates, finds the top-k and top-p
 //                thresholds among them and draws. With neither filter it draws from the
-//                parts' sums and scans only the part that holds the draw.
+//                parts' sums and scans only the part that holds the draw. With top-p alone it
+//                finds the bin where the kept weight reaches top-p's share from the histogram,
+//                the threshold among that bin's keys (gathered from one pass over the row),
+//                and draws in one more pass.
 //
 // Why the candidates suffice: a part's list holds every logit of the part above its threshold
 // key. Let L be the largest threshold among the parts whose list is full; every logit of the
@@ -2328,18 +2332,31 @@ __device__ void sample(const typename E::T* logits, u32 V, const float* params, 
 // scratch [B, SP_WORDS] u32, a row: the packed argmax slot (u64, when the LM head gave
 // none), the parts' weight sums (u64 [SP_PARTS]), the parts' counts and thresholds
 // ([SP_PARTS][2]: count | full << 31, threshold key), candidate keys and indices
-// ([SP_PARTS][SP_C] each). sample_pick sets the argmax slot back to 0.
+// ([SP_PARTS][SP_C] each), top-p alone's histogram (u64 [SP_BINS], the parts' weights by
+// sp_bin). sample_pick sets the argmax slot and the histogram back to 0.
 #define SP_PARTS 128  // sample_pick's scan of the parts' sums takes 4 a lane
 #define SP_C 64
 #define SP_LB 32  // sample_part's first try: candidates from the 32nd largest of its threads' maxima
 #define SP_PART_THREADS 256
 #define SP_PICK_THREADS 1024
 #define SP_RANK_GRID 128  // sample_part ranks its threads' maxima directly up to this many blocks
+#define SP_BINS 256  // top-p alone: bins of the scaled distance from the row's maximum
 #define SP_SUMS 2
 #define SP_INFO (SP_SUMS + 2 * SP_PARTS)
 #define SP_KEYS (SP_INFO + 2 * SP_PARTS)
 #define SP_IDX (SP_KEYS + SP_PARTS * SP_C)
-#define SP_WORDS (SP_IDX + SP_PARTS * SP_C)
+#define SP_HIST (SP_IDX + SP_PARTS * SP_C)
+#define SP_WORDS (SP_HIST + 2 * SP_BINS)
+
+// Top-p alone's bin of a logit: its distance below the row's maximum over the temperature,
+// (xmax - v) / t, in steps of 1/15 (bins 0-254 cover [0, 17)); bin 255 holds the rest, whose
+// fixed-point weights are all 0 (exp(-17) * 2^24 < 1), and NaN. A larger logit never falls
+// in a larger bin, so a bin is a range of keys. Rounded explicitly: sample_part and
+// sample_pick must bin alike.
+static __device__ __forceinline__ u32 sp_bin(float v, float xmax, float inv_t) {
+    const float f = __fmul_rn(__fmul_rn(__fsub_rn(xmax, v), inv_t), 15.f);
+    return f < 255.f ? (u32)f : 255u;
+}
 
 
 // Inclusive scan of `v` over the block (blockDim.x a multiple of 32, at most 1024); `sm`
@@ -2493,18 +2510,35 @@ __device__ void sample_part(const typename E::T* logits, u32 V, u32 chunk, const
     __shared__ u64 srest;
     __shared__ bool sexact, sfound;
     if (!top_k) {
-        // The part's weight sum (no top-k: sample_pick needs the row's total).
+        // The part's weight sum (no top-k: sample_pick needs the row's total). With top-p,
+        // also its weights by bin of the scaled distance from the maximum (sp_bin), added
+        // into the row's histogram: sample_pick finds top-p's bin there.
+        __shared__ u32 wlo[SP_BINS], whi[SP_BINS];
+        if (top_p_on) {
+            for (u32 j = tid; j < SP_BINS; j += nt) wlo[j] = whi[j] = 0;
+            __syncthreads();
+        }
         u64 w = 0;
         for (u32 i0 = lo + tid * 8; i0 < hi; i0 += nt * 8) {
             float v[8];
             load8<E>(x, V, i0, vec, v);
 #pragma unroll
-            for (u32 j = 0; j < 8; ++j)
-                if (i0 + j < hi) w += weight_of(v[j], xmax, inv_t);
+            for (u32 j = 0; j < 8; ++j) {
+                const u64 wj = i0 + j < hi ? weight_of(v[j], xmax, inv_t) : 0;
+                w += wj;
+                if (top_p_on) hist_add_w(wlo, whi, sp_bin(v[j], xmax, inv_t), wj, wj != 0);
+            }
         }
-        w = block_sum(w, red);
+        w = block_sum(w, red);  // (its barriers order the histogram's adds before the reads below)
         if (tid == 0) reinterpret_cast<unsigned long long*>(s + SP_SUMS)[p] = w;
-        if (!top_p_on) return;  // no filter: the sums are all sample_pick needs
+        if (top_p_on) {
+            unsigned long long* gh = reinterpret_cast<unsigned long long*>(s + SP_HIST);
+            for (u32 j = tid; j < SP_BINS; j += nt) {
+                const unsigned long long h = (unsigned long long)wlo[j] + ((unsigned long long)whi[j] << 16);
+                if (h) atomicAdd(&gh[j], h);
+            }
+        }
+        return;  // the sums (and the histogram) are all sample_pick needs
     }
     // The usual case, at most 8 logits a thread: lb, the SP_LB-th largest of the threads'
     // maxima, is at most the part's SP_LB-th largest logit. When no more than SP_C logits reach
@@ -2798,6 +2832,121 @@ __device__ void sample_pick(const typename E::T* logits, u32 V, u32 parts, u32 c
                         if (r < run) {
                             stoken = i;
                             break;
+                        }
+                    }
+                }
+            }
+        } else if (!top_k) {
+            // Top-p alone. Its kept set can reach far past the parts' candidates (a flat
+            // row), so it is found from the parts' histogram instead: bins run from the
+            // largest logits down, so the first bin where the running weight reaches the
+            // target holds the threshold, every key of the bins before it is kept, and no key
+            // of the bins after it is. The threshold is then selected among that bin's keys,
+            // gathered in one pass over the row; the draw takes one more pass, in index
+            // order, as sample_scan's does. A bin of more keys than fit in shared memory
+            // falls back to sample_scan.
+            constexpr u32 CAP = SP_PARTS * SP_C;
+            __shared__ u32 scount;
+            unsigned long long* gh = reinterpret_cast<unsigned long long*>(s + SP_HIST);
+            const bool vec = V % 8 == 0 && ((unsigned long long)x & 15) == 0;
+            if (tid == 0) {
+                scount = 0;
+                sbin = SP_BINS;  // no bin yet
+            }
+            u64 t = 0;
+            for (u32 q = tid; q < parts; q += nt) t += sums[q];
+            const u64 total = block_sum(t, red);
+            u64 hv = 0;
+            if (tid < SP_BINS) {
+                hv = gh[tid];
+                gh[tid] = 0;  // for the next step
+            }
+            u64 bins_total;
+            const u64 inc = block_scan(hv, red, bins_total);  // running weight from bin 0
+            u64 target = (u64)ceil((double)top_p * (double)total);
+            if (target < 1) target = 1;
+            if (total > 0 && tid < SP_BINS && hv > 0 && inc >= target && inc - hv < target) {
+                sbin = tid;
+                srest = target - (inc - hv);  // what the bin's keys at or above the threshold weigh
+            }
+            __syncthreads();
+            u32 keep = 0;
+            bool ok = true;
+            // (The bins' sum is the parts' sums, the same weights of the same logits, so some
+            // bin reaches the target; none is a fault, and falls back.)
+            if (total > 0 && sbin == SP_BINS) {
+                ok = false;
+                if (tid == 0) sfall = 1;
+            } else if (total > 0) {
+                const u32 bs = sbin;
+                const u64 need = srest;
+                for (u32 c = tid; c * 8 < V; c += nt) {
+                    float v[8];
+                    load8<E>(x, V, c * 8, vec, v);
+#pragma unroll
+                    for (u32 j = 0; j < 8; ++j) {
+                        // One shared atomic a warp: the lanes in the bin take consecutive slots.
+                        const bool in = c * 8 + j < V && sp_bin(v[j], xmax, inv_t) == bs;
+                        const unsigned act = __activemask(), m = __ballot_sync(act, in);
+                        if (m) {
+                            const u32 lane = tid % 32, leader = __ffs(m) - 1;
+                            u32 base = 0;
+                            if (lane == leader) base = atomicAdd(&scount, (u32)__popc(m));
+                            base = __shfl_sync(act, base, leader);
+                            const u32 at = base + __popc(m & ((1u << lane) - 1u));
+                            if (in && at < CAP) keys[at] = key_of(v[j]);
+                        }
+                    }
+                }
+                __syncthreads();
+                const u32 cnt = scount;
+                bool found = false;
+                if (cnt <= CAP) {
+                    const u32 k = select_keys(keys, cnt, need, true, 1, xmax, inv_t, hlo, hhi, sbin, srest, sexact,
+                                              sfound, found);
+                    // select_keys may stop at a bin of its radix passes whose keys are all
+                    // needed and return that bin's lowest possible key; keys of later bins of
+                    // sp_bin could lie between it and the smallest key gathered. The
+                    // threshold is the smallest gathered key at or above it.
+                    if (tid == 0) scount = 0xffffffffu;
+                    __syncthreads();
+                    if (found)
+                        for (u32 i = tid; i < cnt; i += nt)
+                            if (keys[i] >= k) atomicMin(&scount, keys[i]);
+                    __syncthreads();
+                    keep = scount;
+                }
+                if (!found && tid == 0) sfall = 1;
+                ok = found;
+            }
+            if (ok) {
+                // The draw over the kept (keys at or above `keep`), in index order: each thread
+                // a run of 8-logit words.
+                const u32 words = (V + 7) / 8, per = (words + nt - 1) / nt;
+                const u32 a = min(tid * per, words), z = min(a + per, words);
+                u64 mine = 0;
+                for (u32 c = a; c < z; ++c) {
+                    float v[8];
+                    load8<E>(x, V, c * 8, vec, v);
+#pragma unroll
+                    for (u32 j = 0; j < 8; ++j)
+                        if (c * 8 + j < V && key_of(v[j]) >= keep) mine += weight_of(v[j], xmax, inv_t);
+                }
+                u64 kept;
+                const u64 excl = block_scan(mine, red, kept) - mine;
+                if (kept > 0) {
+                    u64 r = (u64)(u * (double)kept);
+                    if (r >= kept) r = kept - 1;
+                    if (r >= excl && r < excl + mine) {
+                        u64 run = excl;
+                        for (u32 i = a * 8; i < min(z * 8, V); ++i) {
+                            const float v = E::ld(x, i);
+                            if (key_of(v) < keep) continue;
+                            run += weight_of(v, xmax, inv_t);
+                            if (r < run) {
+                                stoken = i;
+                                break;
+                            }
                         }
                     }
                 }

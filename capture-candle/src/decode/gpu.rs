@@ -840,11 +840,13 @@ pub(crate) fn silu_mul(x: &Tensor) -> Result<Tensor> {
 /// Rows of logits a sampling part covers at most before parts grow longer (`SP_PARTS` parts
 /// of at least this many cover 262,144 logits).
 const SAMPLE_PART: usize = 2048;
-/// `SP_PARTS`, `SP_C` and `SP_WORDS` in kernels/decode.cu: most parts a row is cut into,
-/// candidates a part keeps, and u32 words of a row's sampling scratch.
+/// `SP_PARTS`, `SP_C`, `SP_BINS` and `SP_WORDS` in kernels/decode.cu: most parts a row is cut
+/// into, candidates a part keeps, top-p alone's histogram bins, and u32 words of a row's
+/// sampling scratch.
 const SP_PARTS: usize = 128;
 const SP_C: usize = 64;
-pub(crate) const SP_WORDS: usize = 2 + 2 * SP_PARTS + 2 * SP_PARTS + 2 * SP_PARTS * SP_C;
+const SP_BINS: usize = 256;
+pub(crate) const SP_WORDS: usize = 2 + 2 * SP_PARTS + 2 * SP_PARTS + 2 * SP_PARTS * SP_C + 2 * SP_BINS;
 
 /// Parts a row of `vocab` logits is cut into, and logits a part (a multiple of 8).
 fn sample_parts(vocab: usize) -> (usize, usize) {
@@ -990,6 +992,24 @@ mod tests {
             }
         }
         assert_eq!(SP_WORDS % 2, 0, "rows of scratch keep the u64 slot 8-byte aligned");
+    }
+
+    /// The scratch layout's sizes here are the kernels' (a row's words are counted from them).
+    #[test]
+    fn sampling_scratch_sizes_match_the_kernels() {
+        let src = include_str!("../../kernels/decode.cu");
+        for (name, value) in [("SP_PARTS", SP_PARTS), ("SP_C", SP_C), ("SP_BINS", SP_BINS)] {
+            let line = src
+                .lines()
+                .find(|l| l.starts_with(&format!("#define {name} ")))
+                .unwrap_or_else(|| panic!("decode.cu defines no {name}"));
+            let defined: usize = line.split_whitespace().nth(2).and_then(|v| v.parse().ok()).unwrap();
+            assert_eq!(defined, value, "{name}: decode.cu {defined}, gpu.rs {value}");
+        }
+        for word in ["SP_SUMS 2", "SP_INFO (SP_SUMS + 2 * SP_PARTS)", "SP_HIST (SP_IDX + SP_PARTS * SP_C)"] {
+            assert!(src.contains(&format!("#define {word}")), "decode.cu's layout changed: {word}");
+        }
+        assert!(src.contains("#define SP_WORDS (SP_HIST + 2 * SP_BINS)"), "decode.cu's row of scratch changed");
     }
 
     /// The attention grid at the Llama-3.2-1B shape (8 key heads, 4 query heads each: one head

@@ -56,10 +56,12 @@ impl SamplingParams {
 /// run); a token less likely than 2^-24 times the most likely one is never drawn.
 ///
 /// On CUDA a row is drawn by many blocks: each part of the vocabulary keeps its 64 largest
-/// logits (and its exact weight sum when no top-k applies), then one block a row merges them
-/// and draws. The draw is the one a single block scanning the whole row makes, bit for bit;
-/// when ties or a wide top-p set reach past the candidates, that block does scan the whole
-/// row. This needs about 66 KiB of device scratch a row, allocated with the sampler.
+/// logits (or, when no top-k applies, its exact weight sum, and with top-p its weights by
+/// distance from the row's maximum), then one block a row merges them and draws. The draw is
+/// the one a single block scanning the whole row makes, bit for bit; when ties reach past
+/// the candidates (or top-p alone meets more equal-distance logits than fit in shared memory),
+/// that block does scan the whole row. This needs about 68 KiB of device scratch a row,
+/// allocated with the sampler.
 #[derive(Clone, Debug, crate::Resources)]
 pub struct Sampler {
     /// `[batch, 3]` f32: temperature, top_p, top_k.
