@@ -423,7 +423,7 @@ case "$1" in
     # staged under those names): Nsight Compute's kernel times by sampling mode at BATCHES_NCU
     # (1,32), then sampling_bench alternated AB (2) times, then llama_bench's fused step in every
     # sampling mode at batches 1/8/32, positions 64 and 2,000, alternated AB times. PARTS
-    # (ncu,bench,step) picks among the three.
+    # (ncu,bench,step) picks among the three; ORDER (new old) the order of the builds in a round.
     { nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
       has() { case ",${PARTS:-ncu,bench,step}," in *",$1,"*) return 0;; esac; return 1; }
       has ncu && for b in $(echo ${BATCHES_NCU:-1,32} | tr , ' '); do for v in "" _old; do
@@ -432,11 +432,11 @@ case "$1" in
             --kernel-name regex:sample_ "$OLDPWD/$c/sampling_bench$v" --rounds 1 --batches $b ) > "$out/$tag-ncu$v-$b.csv" || failed "ncu $v $b"
         python3 bench/ncu_sampler.py "$out/$tag-ncu$v-$b.csv" || failed "ncu_sampler $v $b"
       done; done
-      has bench && for r in $(seq ${AB:-2}); do for v in "" _old; do
+      has bench && for r in $(seq ${AB:-2}); do for w in ${ORDER:-new old}; do v=$([ "$w" = old ] && echo _old)
         echo "=== round $r: sampling_bench$v"
         timeout 120 $c/sampling_bench$v --rounds ${ROUNDS:-20} --batches 1,8,32 || failed "sampling_bench$v"
       done; done
-      has step && for r in $(seq ${AB:-2}); do for v in "" _old; do
+      has step && for r in $(seq ${AB:-2}); do for w in ${ORDER:-new old}; do v=$([ "$w" = old ] && echo _old)
         echo "=== round $r: llama_bench$v"
         timeout ${LIMIT:-150} $c/llama_bench$v --rounds ${ROUNDS_STEP:-6} --max-seq 2112 --batches 1,8,32 --positions 64,2000 \
           --sampling greedy,topk,plain --paths fused --no-breakdown || failed "llama_bench$v"
