@@ -5,8 +5,9 @@
 //! model_proof [--family llama|qwen2|both] [--tokens N] [--max-seq S]
 //! ```
 //! For each family: greedy replay bit-equal to eager (tokens and every logit) at batch 1
-//! and 8; seeded sampling by replay equal to eager, and two seeds differing; replay
-//! validation catching a planted host position and a planted sampler offset; time per token
+//! and 8; seeded sampling (top-k/top-p, and top-p alone beside other modes) by replay equal
+//! to eager, and two seeds differing; replay validation catching a planted host position
+//! and a planted sampler offset; time per token
 //! at positions 64 and 4,000 with the attention and KV-write shares; the generate loop's
 //! tokens/s at batch 1 and 8. Needs a CUDA GPU (it says so and exits 0 without one).
 
@@ -46,13 +47,15 @@ struct Run {
     logits: Vec<Vec<u32>>,
 }
 
-/// Prefills rows `0..batch` and decodes `n` steps, eagerly or by replaying `family`.
+/// Prefills rows `0..batch` and decodes `n` steps, eagerly or by replaying `family`. With
+/// `sampling` (a seed and modes), row r draws with mode `r % modes.len()`, seeded
+/// `seed + r`; greedy without.
 fn decode_run(
     cs: &mut CandleStream,
     gen: &Generator,
     batch: usize,
     n: usize,
-    sampling: Option<u64>,
+    sampling: Option<(u64, &[SamplingParams])>,
     replay: bool,
     keep_logits: bool,
 ) -> Result<Run> {
@@ -62,7 +65,7 @@ fn decode_run(
     for row in 0..batch {
         match sampling {
             None => state.sampler().set(row, &SamplingParams::GREEDY, 0)?,
-            Some(seed) => state.sampler().set(row, &SamplingParams::new(0.8, 50, 0.95)?, seed + row as u64)?,
+            Some((seed, modes)) => state.sampler().set(row, &modes[row % modes.len()], seed + row as u64)?,
         }
         d.model.prefill(&state, row, &prompt(row, vocab))?;
     }
@@ -157,18 +160,28 @@ fn prove(family: Family, device: &Device, tokens: usize, max_seq: usize) -> Resu
             if tok_diff == 0 && logit_diff == 0 { "RESULT: bit-equal" } else { "RESULT: DIFFERENT" }
         );
     }
-    // B. Seeded sampling.
-    for batch in [1, 8] {
-        let eager = decode_run(&mut cs, &gen, batch, tokens, Some(1000), false, false)?;
-        let replay = decode_run(&mut cs, &gen, batch, tokens, Some(1000), true, false)?;
-        let other = decode_run(&mut cs, &gen, batch, tokens, Some(2000), true, false)?;
-        let same = eager.tokens == replay.tokens;
-        let differs = replay.tokens.iter().zip(&other.tokens).filter(|(a, b)| a != b).count();
-        println!(
-            "sampling (T 0.8, top-k 50, top-p 0.95), batch {batch}, {tokens} steps: replay == eager for the same seeds: {same}; another seed differs at {differs} of {} steps -> {}",
-            replay.tokens.len(),
-            if same && differs > tokens / 2 { "RESULT: ok" } else { "RESULT: FAILED" }
-        );
+    // B. Seeded sampling: top-k/top-p on every row; then rows of top-p alone (whose draw
+    // keeps a histogram in the sampler's scratch from one kernel to the next), top-k/top-p
+    // and neither filter side by side.
+    let topk = [SamplingParams::new(0.8, 50, 0.95)?];
+    let mixed =
+        [SamplingParams::new(1.0, 0, 0.9)?, SamplingParams::new(0.8, 50, 0.95)?, SamplingParams::new(1.0, 0, 1.0)?];
+    for (name, modes, batches) in [
+        ("T 0.8, top-k 50, top-p 0.95", &topk[..], &[1, 8][..]),
+        ("rows of top-p 0.9 alone, top-k/top-p and T 1.0 in turn", &mixed[..], &[1, 8][..]),
+    ] {
+        for &batch in batches {
+            let eager = decode_run(&mut cs, &gen, batch, tokens, Some((1000, modes)), false, false)?;
+            let replay = decode_run(&mut cs, &gen, batch, tokens, Some((1000, modes)), true, false)?;
+            let other = decode_run(&mut cs, &gen, batch, tokens, Some((2000, modes)), true, false)?;
+            let same = eager.tokens == replay.tokens;
+            let differs = replay.tokens.iter().zip(&other.tokens).filter(|(a, b)| a != b).count();
+            println!(
+                "sampling ({name}), batch {batch}, {tokens} steps: replay == eager for the same seeds: {same}; another seed differs at {differs} of {} steps -> {}",
+                replay.tokens.len(),
+                if same && differs > tokens / 2 { "RESULT: ok" } else { "RESULT: FAILED" }
+            );
+        }
     }
 
     // C. Replay validation: the right step passes; two planted bugs are caught.

@@ -2341,6 +2341,7 @@ __device__ void sample(const typename E::T* logits, u32 V, const float* params, 
 #define SP_PICK_THREADS 1024
 #define SP_RANK_GRID 128  // sample_part ranks its threads' maxima directly up to this many blocks
 #define SP_BINS 256  // top-p alone: bins of the scaled distance from the row's maximum
+#define SP_RUN 65536  // top-p alone: the longest part whose histogram's 32-bit halves cannot wrap
 #define SP_SUMS 2
 #define SP_INFO (SP_SUMS + 2 * SP_PARTS)
 #define SP_KEYS (SP_INFO + 2 * SP_PARTS)
@@ -2513,8 +2514,12 @@ __device__ void sample_part(const typename E::T* logits, u32 V, u32 chunk, const
         // The part's weight sum (no top-k: sample_pick needs the row's total). With top-p,
         // also its weights by bin of the scaled distance from the maximum (sp_bin), added
         // into the row's histogram: sample_pick finds top-p's bin there.
+        // A bin's halves are exact up to SP_RUN logits a part (lo < 2^16 a logit, hi <= 2^8);
+        // past that (a vocabulary of more than SP_PARTS * SP_RUN logits) no histogram is
+        // kept, and sample_pick falls back to the whole-row scan.
+        const bool hist = top_p_on && chunk <= SP_RUN;
         __shared__ u32 wlo[SP_BINS], whi[SP_BINS];
-        if (top_p_on) {
+        if (hist) {
             for (u32 j = tid; j < SP_BINS; j += nt) wlo[j] = whi[j] = 0;
             __syncthreads();
         }
@@ -2526,12 +2531,12 @@ __device__ void sample_part(const typename E::T* logits, u32 V, u32 chunk, const
             for (u32 j = 0; j < 8; ++j) {
                 const u64 wj = i0 + j < hi ? weight_of(v[j], xmax, inv_t) : 0;
                 w += wj;
-                if (top_p_on) hist_add_w(wlo, whi, sp_bin(v[j], xmax, inv_t), wj, wj != 0);
+                if (hist) hist_add_w(wlo, whi, sp_bin(v[j], xmax, inv_t), wj, wj != 0);
             }
         }
         w = block_sum(w, red);  // (its barriers order the histogram's adds before the reads below)
         if (tid == 0) reinterpret_cast<unsigned long long*>(s + SP_SUMS)[p] = w;
-        if (top_p_on) {
+        if (hist) {
             unsigned long long* gh = reinterpret_cast<unsigned long long*>(s + SP_HIST);
             for (u32 j = tid; j < SP_BINS; j += nt) {
                 const unsigned long long h = (unsigned long long)wlo[j] + ((unsigned long long)whi[j] << 16);
@@ -2743,6 +2748,34 @@ static __device__ u32 select_keys(const u32* keys, u32 n, u64 need, bool weighte
     return prefix > floor ? prefix : floor;
 }
 
+// The draw in index order over `units` units, sample_scan's: the r-th of the kept weight
+// (r = u * kept), each thread a run of units. `unit(c, r, at)` returns unit c's kept weight
+// and, where r is less than it, sets `at` to the token whose weight holds r (r counted from
+// the unit's start). The thread holding the draw sets `stoken`. Every thread calls it.
+template <typename F>
+static __device__ __forceinline__ void draw_in_order(u32 units, double u, u64* red, u32& stoken, F unit) {
+    const u32 nt = blockDim.x, per = (units + nt - 1) / nt;
+    const u32 a = min(threadIdx.x * per, units), z = min(a + per, units);
+    u32 at = 0;
+    u64 mine = 0;
+    for (u32 c = a; c < z; ++c) mine += unit(c, ~0ull, at);
+    u64 kept;
+    const u64 excl = block_scan(mine, red, kept) - mine;
+    if (kept == 0) return;
+    u64 r = (u64)(u * (double)kept);
+    if (r >= kept) r = kept - 1;
+    if (r < excl || r >= excl + mine) return;
+    u64 run = excl;
+    for (u32 c = a; c < z; ++c) {
+        const u64 w = unit(c, r - run, at);
+        if (r - run < w) {
+            stoken = at;
+            return;
+        }
+        run += w;
+    }
+}
+
 template <typename E>
 __device__ void sample_pick(const typename E::T* logits, u32 V, u32 parts, u32 chunk, const float* params,
                             u32* rng, u32* tokens, u32* pos, const u32* active, u32 advance,
@@ -2872,9 +2905,11 @@ __device__ void sample_pick(const typename E::T* logits, u32 V, u32 parts, u32 c
             __syncthreads();
             u32 keep = 0;
             bool ok = true;
-            // (The bins' sum is the parts' sums, the same weights of the same logits, so some
-            // bin reaches the target; none is a fault, and falls back.)
-            if (total > 0 && sbin == SP_BINS) {
+            // The bins' sum is the parts' sums, the same weights of the same logits, so some
+            // bin reaches the target. Parts too long for a histogram (sample_part), or one
+            // that disagrees (no bin found, a sum other than the parts'), fall back to the
+            // whole-row scan.
+            if (total > 0 && (chunk > SP_RUN || sbin == SP_BINS || bins_total != total)) {
                 ok = false;
                 if (tid == 0) sfall = 1;
             } else if (total > 0) {
@@ -2920,41 +2955,27 @@ __device__ void sample_pick(const typename E::T* logits, u32 V, u32 parts, u32 c
                 ok = found;
             }
             if (ok) {
-                // The draw over the kept (keys at or above `keep`), in index order: each thread
-                // a run of 8-logit words.
-                const u32 words = (V + 7) / 8, per = (words + nt - 1) / nt;
-                const u32 a = min(tid * per, words), z = min(a + per, words);
-                u64 mine = 0;
-                for (u32 c = a; c < z; ++c) {
+                // The draw over the kept (keys at or above `keep`) in index order, a unit an
+                // 8-logit word.
+                auto word = [&](u32 c, u64 r, u32& at) -> u64 {
                     float v[8];
                     load8<E>(x, V, c * 8, vec, v);
+                    u64 run = 0;
 #pragma unroll
-                    for (u32 j = 0; j < 8; ++j)
-                        if (c * 8 + j < V && key_of(v[j]) >= keep) mine += weight_of(v[j], xmax, inv_t);
-                }
-                u64 kept;
-                const u64 excl = block_scan(mine, red, kept) - mine;
-                if (kept > 0) {
-                    u64 r = (u64)(u * (double)kept);
-                    if (r >= kept) r = kept - 1;
-                    if (r >= excl && r < excl + mine) {
-                        u64 run = excl;
-                        for (u32 i = a * 8; i < min(z * 8, V); ++i) {
-                            const float v = E::ld(x, i);
-                            if (key_of(v) < keep) continue;
-                            run += weight_of(v, xmax, inv_t);
-                            if (r < run) {
-                                stoken = i;
-                                break;
-                            }
-                        }
+                    for (u32 j = 0; j < 8; ++j) {
+                        const u64 wj = c * 8 + j < V && key_of(v[j]) >= keep ? weight_of(v[j], xmax, inv_t) : 0;
+                        if (r >= run && r - run < wj) at = c * 8 + j;
+                        run += wj;
                     }
-                }
+                    return run;
+                };
+                draw_in_order((V + 7) / 8, u, red, stoken, word);
             }
         } else {
-            // The candidates, slot p * SP_C + j (index order); 0 marks an empty slot. The
-            // parts' counts and thresholds come first, into shared memory (one 8-byte read a
-            // part, not one read a slot before each slot's key), then every slot's key.
+            // Top-k, with or without top-p: the thresholds among the candidates, slot
+            // p * SP_C + j (index order); 0 marks an empty slot. The parts' counts and
+            // thresholds come first, into shared memory (one 8-byte read a part, not one read
+            // a slot before each slot's key), then every slot's key.
             const u32 n = parts * SP_C;
             __shared__ uint2 pinfo[SP_PARTS];  // count | full << 31, threshold key
             if (tid < parts) pinfo[tid] = *reinterpret_cast<const uint2*>(s + SP_INFO + 2 * tid);
@@ -2987,7 +3008,7 @@ __device__ void sample_pick(const typename E::T* logits, u32 V, u32 parts, u32 c
             __syncthreads();
             bool ok = true, found = true, done = false;
             u32 kmin = 0;
-            if (top_k && count >= top_k && top_k <= nt) {
+            if (count >= top_k && top_k <= nt) {
                 // Top-k among few: the k-th largest of the parts' maxima bounds the row's k-th
                 // largest key from below (k distinct logits reach it), so only candidates at or
                 // above it matter. When at most a block's worth do, they are compacted (in index
@@ -3087,58 +3108,36 @@ __device__ void sample_pick(const typename E::T* logits, u32 V, u32 parts, u32 c
                     done = true;
                 }
             }
-            if (!done && top_k) {
+            if (!done) {
                 if (count < top_k) ok = false;
                 else kmin = select_keys(keys, n, top_k, false, 1, xmax, inv_t, hlo, hhi, sbin, srest, sexact, sfound, found);
                 ok = ok && found && kmin > L;
             }
             u32 keep = kmin;
             if (ok && !done) {
-                // The weight the top-p share is of: the kept candidates' (top-k), or the row's.
-                u64 total = 0;
-                if (top_k) {
-                    u64 w = 0;
-                    for (u32 i = tid; i < n; i += nt)
-                        if (keys[i] != 0 && keys[i] >= kmin) w += weight_of(float_of_key(keys[i]), xmax, inv_t);
-                    total = block_sum(w, red);
-                } else {
-                    u64 w = 0;
-                    for (u32 q = tid; q < parts; q += nt) w += sums[q];
-                    total = block_sum(w, red);
-                }
+                // The weight the top-p share is of: the candidates top-k keeps.
+                u64 w = 0;
+                for (u32 i = tid; i < n; i += nt)
+                    if (keys[i] != 0 && keys[i] >= kmin) w += weight_of(float_of_key(keys[i]), xmax, inv_t);
+                const u64 total = block_sum(w, red);
                 if (top_p_on && total > 0) {
                     u64 target = (u64)ceil((double)top_p * (double)total);
                     if (target < 1) target = 1;
                     const u32 pmin = select_keys(keys, n, target, true, max(kmin, 1u), xmax, inv_t, hlo, hhi, sbin,
                                                  srest, sexact, sfound, found);
-                    ok = found && (top_k || pmin > L);
+                    ok = found;
                     keep = max(keep, pmin);
                 }
             }
             if (ok && !done) {
                 keep = max(keep, 1u);
-                // The draw over the kept candidates, in index order: each thread a run of slots.
-                const u32 per = (n + nt - 1) / nt, a = min(tid * per, n), z = min(a + per, n);
-                u64 mine = 0;
-                for (u32 i = a; i < z; ++i)
-                    if (keys[i] >= keep) mine += weight_of(float_of_key(keys[i]), xmax, inv_t);
-                u64 kept;
-                const u64 excl = block_scan(mine, red, kept) - mine;
-                if (kept > 0) {
-                    u64 r = (u64)(u * (double)kept);
-                    if (r >= kept) r = kept - 1;
-                    if (r >= excl && r < excl + mine) {
-                        u64 run = excl;
-                        for (u32 i = a; i < z; ++i) {
-                            if (keys[i] < keep) continue;
-                            run += weight_of(float_of_key(keys[i]), xmax, inv_t);
-                            if (r < run) {
-                                stoken = s[SP_IDX + i];
-                                break;
-                            }
-                        }
-                    }
-                }
+                // The draw over the kept candidates in index order, a unit a slot.
+                auto slot = [&](u32 i, u64 r, u32& at) -> u64 {
+                    const u64 w = keys[i] >= keep ? weight_of(float_of_key(keys[i]), xmax, inv_t) : 0;
+                    if (r < w) at = s[SP_IDX + i];
+                    return w;
+                };
+                draw_in_order(n, u, red, stoken, slot);
             }
             if (!ok && tid == 0) sfall = 1;
         }

@@ -769,6 +769,102 @@ fn multi_block_sampling_draws_what_a_whole_row_scan_draws_gpu() {
     }
 }
 
+/// Rows whose parameters change between steps (greedy, top-k, top-p alone, neither, and
+/// back) and rows that sit out a step: the multi-block draw keeps state between its kernels
+/// (the argmax slot, top-p alone's histogram), so each step must leave it as the next
+/// expects, whatever that step drew with. Against the whole-row scan, bit for bit.
+fn sampling_switched_between_steps(dev: &Device) {
+    let modes = [
+        SamplingParams::new(1.0, 0, 0.9).unwrap(),
+        SamplingParams::new(0.8, 50, 0.95).unwrap(),
+        SamplingParams::new(0.6, 0, 0.3).unwrap(),
+        SamplingParams::GREEDY,
+        SamplingParams::new(1.0, 0, 1.0).unwrap(),
+        SamplingParams::new(1.0, 0, 0.9).unwrap(),
+    ];
+    let (rows, v) = (5, 128_256);
+    for kind in [0u32, 5] {
+        let x = logits_of(kind, rows, v, 900 + kind as u64);
+        let logits = Tensor::from_vec(x, (rows, v), &Device::Cpu).unwrap().to_dtype(DType::BF16).unwrap();
+        let logits = logits.to_device(dev).unwrap();
+        let (a, b) = (Sampler::new(rows, dev).unwrap(), Sampler::new(rows, dev).unwrap());
+        let (ta, tb) = (u32t(&vec![0; rows], dev), u32t(&vec![0; rows], dev));
+        let (pa, pb) = (u32t(&vec![0; rows], dev), u32t(&vec![0; rows], dev));
+        for step in 0..12 {
+            for r in 0..rows {
+                // Row r takes mode (r + step) % 6, and a seed of its own at each step.
+                let (p, seed) = (&modes[(r + step) % modes.len()], (100 * step + r) as u64);
+                a.set(r, p, seed).unwrap();
+                b.set(r, p, seed).unwrap();
+            }
+            let act: Vec<u32> = (0..rows).map(|r| u32::from((r + step) % 4 != 3)).collect();
+            let active = u32t(&act, dev);
+            a.sample(&logits, &ta, &pa, Some(&active), 1).unwrap();
+            b.sample_single_block(&logits, &tb, &pb, Some(&active), 1).unwrap();
+            assert_eq!(
+                ta.to_vec1::<u32>().unwrap(),
+                tb.to_vec1::<u32>().unwrap(),
+                "kind {kind} step {step}: multi-block against single-block"
+            );
+        }
+        assert_eq!(pa.to_vec1::<u32>().unwrap(), pb.to_vec1::<u32>().unwrap());
+        assert_eq!(a.state().to_vec2::<u32>().unwrap(), b.state().to_vec2::<u32>().unwrap());
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn sampling_switched_between_steps_draws_what_a_whole_row_scan_draws_gpu() {
+    if let Some(d) = gpu() {
+        sampling_switched_between_steps(&d);
+    }
+}
+
+/// A vocabulary of 20,000,000 logits: parts of 156,256, past the 65,536 whose top-p
+/// histogram a part keeps exactly, so top-p alone takes the whole-row scan, and the other
+/// modes take their longest paths. In row 0 a part's 32-bit halves would wrap (nearly every
+/// logit in the bin next to the maximum), and top-p's threshold lies among 5,000 logits two
+/// units below the maximum.
+fn sampling_a_vocabulary_past_the_histogram(dev: &Device) {
+    let params = [
+        SamplingParams::new(1.0, 0, 0.99999).unwrap(),
+        SamplingParams::new(1.0, 0, 0.9).unwrap(),
+        SamplingParams::new(0.8, 50, 0.95).unwrap(),
+        SamplingParams::new(1.0, 0, 1.0).unwrap(),
+    ];
+    let (rows, v) = (params.len(), 20_000_000);
+    let r = values(v, 31);
+    let mut x = Vec::with_capacity(rows * v);
+    x.extend((0..v).map(|i| if i % 4000 == 7 { -1.0 + r[i] * 0.01 } else { 0.94 + r[i].abs() * 0.06 }));
+    x.extend(logits_of(0, rows - 1, v, 32));
+    let logits = Tensor::from_vec(x, (rows, v), dev).unwrap();
+    let (a, b) = (Sampler::new(rows, dev).unwrap(), Sampler::new(rows, dev).unwrap());
+    for (row, p) in params.iter().enumerate() {
+        a.set(row, p, 60 + row as u64).unwrap();
+        b.set(row, p, 60 + row as u64).unwrap();
+    }
+    let (ta, tb) = (u32t(&vec![0; rows], dev), u32t(&vec![0; rows], dev));
+    let (pa, pb) = (u32t(&vec![0; rows], dev), u32t(&vec![0; rows], dev));
+    let mut row0 = std::collections::BTreeSet::new();
+    for step in 0..4 {
+        a.sample(&logits, &ta, &pa, None, 1).unwrap();
+        b.sample_single_block(&logits, &tb, &pb, None, 1).unwrap();
+        let (ga, gb) = (ta.to_vec1::<u32>().unwrap(), tb.to_vec1::<u32>().unwrap());
+        assert_eq!(ga, gb, "step {step}: multi-block against single-block");
+        row0.insert(ga[0]);
+    }
+    assert!(row0.len() > 1, "row 0 draws vary: {row0:?}");
+    assert_eq!(a.state().to_vec2::<u32>().unwrap(), b.state().to_vec2::<u32>().unwrap());
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn sampling_a_vocabulary_past_the_histogram_draws_what_a_whole_row_scan_draws_gpu() {
+    if let Some(d) = gpu() {
+        sampling_a_vocabulary_past_the_histogram(&d);
+    }
+}
+
 /// The single-block kernel (the multi-block draw's reference, and its fallback where a
 /// filter's threshold falls below what the parts listed) against the CPU reference over the
 /// real vocabulary: the same fixed-point algorithm, so the same tokens, but for a rare draw at

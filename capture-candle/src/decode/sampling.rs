@@ -59,8 +59,8 @@ impl SamplingParams {
 /// logits (or, when no top-k applies, its exact weight sum, and with top-p its weights by
 /// distance from the row's maximum), then one block a row merges them and draws. The draw is
 /// the one a single block scanning the whole row makes, bit for bit; when ties reach past
-/// the candidates (or top-p alone meets more equal-distance logits than fit in shared memory),
-/// that block does scan the whole row. This needs about 68 KiB of device scratch a row,
+/// the candidates (or top-p alone meets more equal-distance logits than fit in shared memory,
+/// or a vocabulary of more than 8,388,608), that block does scan the whole row. This needs about 68 KiB of device scratch a row,
 /// allocated with the sampler.
 #[derive(Clone, Debug, crate::Resources)]
 pub struct Sampler {
