@@ -1012,6 +1012,43 @@ mod tests {
         assert!(src.contains("#define SP_WORDS (SP_HIST + 2 * SP_BINS)"), "decode.cu's row of scratch changed");
     }
 
+    /// The multi-block draw leaves its row of scratch as the next step expects: the argmax
+    /// slot and top-p alone's histogram zero after every step, whatever each row drew with
+    /// (top-p alone, top-k/top-p, neither, greedy, a row sitting out). A histogram left
+    /// behind would not change a token (the draw checks its total against the parts' sums
+    /// and falls back to the whole-row scan) but would cost every later step that scan.
+    #[test]
+    #[ignore = "needs a CUDA device"]
+    fn sampling_leaves_its_scratch_cleared_gpu() {
+        let Some(dev) = test_gpu() else { return };
+        let (rows, vocab) = (4, 128_256);
+        let logits: Vec<f32> = (0..rows * vocab).map(|i| ((i as f32 * 0.618).fract() - 0.5) * 12.0).collect();
+        let logits = Tensor::from_vec(logits, (rows, vocab), &dev).unwrap().to_dtype(DType::BF16).unwrap();
+        let scratch = Tensor::zeros((rows, SP_WORDS), DType::U32, &dev).unwrap();
+        let rng = Tensor::zeros((rows, 4), DType::U32, &dev).unwrap();
+        let (tokens, pos) =
+            (Tensor::zeros(rows, DType::U32, &dev).unwrap(), Tensor::zeros(rows, DType::U32, &dev).unwrap());
+        // temperature, top_p, top_k
+        let modes = [[1.0f32, 0.9, 0.0], [0.8, 0.95, 50.0], [1.0, 1.0, 0.0], [0.0, 1.0, 0.0], [0.6, 0.3, 0.0]];
+        let hist = SP_WORDS - 2 * SP_BINS;
+        for step in 0..10 {
+            let p: Vec<f32> = (0..rows).flat_map(|r| modes[(r + step) % modes.len()]).collect();
+            let params = Tensor::from_vec(p, (rows, 3), &dev).unwrap();
+            let active =
+                Tensor::from_vec((0..rows).map(|r| u32::from((r + step) % 3 != 2)).collect::<Vec<u32>>(), rows, &dev)
+                    .unwrap();
+            sample(&logits, &params, &rng, &tokens, &pos, Some(&active), 1, None, &scratch).unwrap();
+            let words = scratch.to_vec2::<u32>().unwrap();
+            for (r, w) in words.iter().enumerate() {
+                assert_eq!(&w[..2], &[0, 0], "step {step} row {r}: the argmax slot was not cleared");
+                let left = w[hist..].iter().filter(|&&x| x != 0).count();
+                assert_eq!(left, 0, "step {step} row {r}: {left} words of the histogram left");
+            }
+        }
+        let state = rng.to_vec2::<u32>().unwrap();
+        assert!(state.iter().any(|g| g[2] > 1), "no row drew more than once: {state:?}");
+    }
+
     /// The attention grid at the Llama-3.2-1B shape (8 key heads, 4 query heads each: one head
     /// group) and a cache of 8,256: one wave of 528 blocks at most, 16 chunks at most, never
     /// none; a short cache is cut into 256-key chunks at least; a prefill chunk of 256 tokens
