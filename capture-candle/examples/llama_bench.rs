@@ -7,7 +7,7 @@
 //!
 //! ```text
 //! llama_bench [--config NAME] [--rounds R] [--tokens N] [--max-seq S] [--batches 1,8] [--positions 64,2000]
-//!             [--sampling greedy,topk,plain] [--paths eager,unfused,fused,cublas,plain-launch|none] [--no-breakdown]
+//!             [--sampling greedy,topk,topp,plain] [--paths eager,unfused,fused,cublas,plain-launch|none] [--no-breakdown]
 //!             [--generator] [--prompt-len 32] [--new-tokens 128] [--ragged MAX] [--attention BxTxP,...]
 //! ```
 //! Each token counts the step and the read-back of the next token to the host (the inputs
@@ -16,8 +16,8 @@
 //!
 //! `--sampling`: the ways the next token is drawn, each timed on the same captured graph (the
 //! sampler's parameters live in device memory and are set, with a fixed seed per row, before
-//! each timed run): `greedy` (the default), `topk` (temperature 0.8, top-k 50, top-p 0.95) and
-//! `plain` (temperature 1, every token). The modes alternate round by round like the paths;
+//! each timed run): `greedy` (the default), `topk` (temperature 0.8, top-k 50, top-p 0.95),
+//! `topp` (temperature 1, top-p 0.9 alone) and `plain` (temperature 1, every token). The modes alternate round by round like the paths;
 //! with more than greedy, the table gains a `sampling` column and each row's time over
 //! greedy's on the same path.
 //!
@@ -84,6 +84,8 @@ enum Mode {
     Greedy,
     /// Temperature 0.8, top-k 50, top-p 0.95.
     TopK,
+    /// Temperature 1, top-p 0.9, no top-k.
+    TopP,
     /// Temperature 1 over the whole vocabulary.
     Plain,
 }
@@ -93,6 +95,7 @@ impl Mode {
         match s {
             "greedy" => Some(Self::Greedy),
             "topk" => Some(Self::TopK),
+            "topp" => Some(Self::TopP),
             "plain" => Some(Self::Plain),
             _ => None,
         }
@@ -102,6 +105,7 @@ impl Mode {
         match self {
             Self::Greedy => "greedy",
             Self::TopK => "topk",
+            Self::TopP => "topp",
             Self::Plain => "plain",
         }
     }
@@ -110,6 +114,7 @@ impl Mode {
         match self {
             Self::Greedy => Ok(SamplingParams::GREEDY),
             Self::TopK => SamplingParams::new(0.8, 50, 0.95),
+            Self::TopP => SamplingParams::new(1.0, 0, 0.9),
             Self::Plain => SamplingParams::new(1.0, 0, 1.0),
         }
     }
@@ -177,7 +182,7 @@ struct Args {
 }
 
 const USAGE: &str = "usage: llama_bench [--config NAME] [--rounds R] [--tokens N] [--max-seq S] [--batches 1,8] \
-[--positions 64,2000] [--sampling greedy,topk,plain] [--paths eager,unfused,fused,cublas,plain-launch|none] [--no-breakdown] \
+[--positions 64,2000] [--sampling greedy,topk,topp,plain] [--paths eager,unfused,fused,cublas,plain-launch|none] [--no-breakdown] \
 [--generator] [--prompt-len 32] [--new-tokens 128] [--ragged MAX] [--attention BxTxP,...]";
 
 fn parse_args() -> std::result::Result<Args, String> {
@@ -233,7 +238,7 @@ fn parse_args() -> std::result::Result<Args, String> {
                             list(&k, &v, "a batch of at least 1", |x| x.parse().ok().filter(|&b: &usize| b > 0))?
                     }
                     "--positions" => a.positions = list(&k, &v, "a position", |x| x.parse().ok())?,
-                    "--sampling" => a.sampling = list(&k, &v, "greedy, topk or plain", Mode::parse)?,
+                    "--sampling" => a.sampling = list(&k, &v, "greedy, topk, topp or plain", Mode::parse)?,
                     "--paths" if v == "none" => a.paths.clear(),
                     "--paths" => {
                         a.paths = list(

@@ -686,6 +686,47 @@ fn logits_of(kind: u32, rows: usize, v: usize, seed: u64) -> Vec<f32> {
         .collect()
 }
 
+/// Two samplers over the same rows, one drawing by the multi-block path (`Sampler::sample`),
+/// the other by the single-block kernel that scans whole rows, each with its own tokens and
+/// positions (every position starting at `pos`).
+struct Twin {
+    multi: Sampler,
+    single: Sampler,
+    tokens: [Tensor; 2],
+    pos: [Tensor; 2],
+}
+
+impl Twin {
+    fn new(rows: usize, pos: u32, dev: &Device) -> Self {
+        let t = || u32t(&vec![0; rows], dev);
+        let p = || u32t(&vec![pos; rows], dev);
+        Self {
+            multi: Sampler::new(rows, dev).unwrap(),
+            single: Sampler::new(rows, dev).unwrap(),
+            tokens: [t(), t()],
+            pos: [p(), p()],
+        }
+    }
+
+    fn set(&self, row: usize, p: &SamplingParams, seed: u64) {
+        self.multi.set(row, p, seed).unwrap();
+        self.single.set(row, p, seed).unwrap();
+    }
+
+    /// One draw each: the multi-block path's tokens, then the whole-row scan's.
+    fn draw(&self, logits: &Tensor, active: Option<&Tensor>) -> (Vec<u32>, Vec<u32>) {
+        self.multi.sample(logits, &self.tokens[0], &self.pos[0], active, 1).unwrap();
+        self.single.sample_single_block(logits, &self.tokens[1], &self.pos[1], active, 1).unwrap();
+        (self.tokens[0].to_vec1().unwrap(), self.tokens[1].to_vec1().unwrap())
+    }
+
+    /// The same positions and generator states on both sides.
+    fn assert_same_state(&self) {
+        assert_eq!(self.pos[0].to_vec1::<u32>().unwrap(), self.pos[1].to_vec1::<u32>().unwrap());
+        assert_eq!(self.multi.state().to_vec2::<u32>().unwrap(), self.single.state().to_vec2::<u32>().unwrap());
+    }
+}
+
 /// The multi-block draw against the single-block kernel that scans whole rows: the same
 /// tokens, positions and generator counters, bit for bit, step after step, for every
 /// filter, vocabulary shape and kind of logits (including those that make the multi-block
@@ -718,20 +759,15 @@ fn multi_block_sampling(dev: &Device) {
                     .unwrap()
                     .to_device(dev)
                     .unwrap();
-                let (a, b) = (Sampler::new(rows, dev).unwrap(), Sampler::new(rows, dev).unwrap());
+                let twin = Twin::new(rows, 3, dev);
                 for (r, p) in params.iter().enumerate() {
-                    a.set(r, p, 100 + r as u64).unwrap();
-                    b.set(r, p, 100 + r as u64).unwrap();
+                    twin.set(r, p, 100 + r as u64);
                 }
-                let (ta, tb) = (u32t(&vec![0; rows], dev), u32t(&vec![0; rows], dev));
-                let (pa, pb) = (u32t(&vec![3; rows], dev), u32t(&vec![3; rows], dev));
                 let mut act = vec![1u32; rows];
                 act[rows - 1] = kind % 2; // an inactive row in odd kinds
                 let active = u32t(&act, dev);
                 for step in 0..6 {
-                    a.sample(&logits, &ta, &pa, Some(&active), 1).unwrap();
-                    b.sample_single_block(&logits, &tb, &pb, Some(&active), 1).unwrap();
-                    let (ga, gb) = (ta.to_vec1::<u32>().unwrap(), tb.to_vec1::<u32>().unwrap());
+                    let (ga, gb) = twin.draw(&logits, Some(&active));
                     if ga != gb {
                         let host = f32s(&logits);
                         let rows_off: Vec<String> = (0..rows)
@@ -753,9 +789,8 @@ fn multi_block_sampling(dev: &Device) {
                             rows_off.join("\n")
                         );
                     }
-                    assert_eq!(pa.to_vec1::<u32>().unwrap(), pb.to_vec1::<u32>().unwrap());
+                    twin.assert_same_state();
                 }
-                assert_eq!(a.state().to_vec2::<u32>().unwrap(), b.state().to_vec2::<u32>().unwrap());
             }
         }
     }
@@ -787,28 +822,17 @@ fn sampling_switched_between_steps(dev: &Device) {
         let x = logits_of(kind, rows, v, 900 + kind as u64);
         let logits = Tensor::from_vec(x, (rows, v), &Device::Cpu).unwrap().to_dtype(DType::BF16).unwrap();
         let logits = logits.to_device(dev).unwrap();
-        let (a, b) = (Sampler::new(rows, dev).unwrap(), Sampler::new(rows, dev).unwrap());
-        let (ta, tb) = (u32t(&vec![0; rows], dev), u32t(&vec![0; rows], dev));
-        let (pa, pb) = (u32t(&vec![0; rows], dev), u32t(&vec![0; rows], dev));
+        let twin = Twin::new(rows, 0, dev);
         for step in 0..12 {
             for r in 0..rows {
                 // Row r takes mode (r + step) % 6, and a seed of its own at each step.
-                let (p, seed) = (&modes[(r + step) % modes.len()], (100 * step + r) as u64);
-                a.set(r, p, seed).unwrap();
-                b.set(r, p, seed).unwrap();
+                twin.set(r, &modes[(r + step) % modes.len()], (100 * step + r) as u64);
             }
             let act: Vec<u32> = (0..rows).map(|r| u32::from((r + step) % 4 != 3)).collect();
-            let active = u32t(&act, dev);
-            a.sample(&logits, &ta, &pa, Some(&active), 1).unwrap();
-            b.sample_single_block(&logits, &tb, &pb, Some(&active), 1).unwrap();
-            assert_eq!(
-                ta.to_vec1::<u32>().unwrap(),
-                tb.to_vec1::<u32>().unwrap(),
-                "kind {kind} step {step}: multi-block against single-block"
-            );
+            let (ga, gb) = twin.draw(&logits, Some(&u32t(&act, dev)));
+            assert_eq!(ga, gb, "kind {kind} step {step}: multi-block against single-block");
         }
-        assert_eq!(pa.to_vec1::<u32>().unwrap(), pb.to_vec1::<u32>().unwrap());
-        assert_eq!(a.state().to_vec2::<u32>().unwrap(), b.state().to_vec2::<u32>().unwrap());
+        twin.assert_same_state();
     }
 }
 
@@ -838,23 +862,18 @@ fn sampling_a_vocabulary_past_the_histogram(dev: &Device) {
     x.extend((0..v).map(|i| if i % 4000 == 7 { -1.0 + r[i] * 0.01 } else { 0.94 + r[i].abs() * 0.06 }));
     x.extend(logits_of(0, rows - 1, v, 32));
     let logits = Tensor::from_vec(x, (rows, v), dev).unwrap();
-    let (a, b) = (Sampler::new(rows, dev).unwrap(), Sampler::new(rows, dev).unwrap());
+    let twin = Twin::new(rows, 0, dev);
     for (row, p) in params.iter().enumerate() {
-        a.set(row, p, 60 + row as u64).unwrap();
-        b.set(row, p, 60 + row as u64).unwrap();
+        twin.set(row, p, 60 + row as u64);
     }
-    let (ta, tb) = (u32t(&vec![0; rows], dev), u32t(&vec![0; rows], dev));
-    let (pa, pb) = (u32t(&vec![0; rows], dev), u32t(&vec![0; rows], dev));
     let mut row0 = std::collections::BTreeSet::new();
     for step in 0..4 {
-        a.sample(&logits, &ta, &pa, None, 1).unwrap();
-        b.sample_single_block(&logits, &tb, &pb, None, 1).unwrap();
-        let (ga, gb) = (ta.to_vec1::<u32>().unwrap(), tb.to_vec1::<u32>().unwrap());
+        let (ga, gb) = twin.draw(&logits, None);
         assert_eq!(ga, gb, "step {step}: multi-block against single-block");
         row0.insert(ga[0]);
     }
     assert!(row0.len() > 1, "row 0 draws vary: {row0:?}");
-    assert_eq!(a.state().to_vec2::<u32>().unwrap(), b.state().to_vec2::<u32>().unwrap());
+    twin.assert_same_state();
 }
 
 #[test]
