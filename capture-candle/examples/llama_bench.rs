@@ -17,9 +17,9 @@
 //! `--sampling`: the ways the next token is drawn, each timed on the same captured graph (the
 //! sampler's parameters live in device memory and are set, with a fixed seed per row, before
 //! each timed run): `greedy` (the default), `topk` (temperature 0.8, top-k 50, top-p 0.95),
-//! `topp` (temperature 1, top-p 0.9 alone) and `plain` (temperature 1, every token). The modes alternate round by round like the paths;
-//! with more than greedy, the table gains a `sampling` column and each row's time over
-//! greedy's on the same path.
+//! `topp` (temperature 1, top-p 0.9 alone) and `plain` (temperature 1, every token). The
+//! modes alternate round by round like the paths; with more than greedy, the table gains a
+//! `sampling` column and each row's time over greedy's on the same path.
 //!
 //! `--paths`: which steps to time (`none` skips the step benchmark; `cublas`, not in the
 //! default list, is the fused step with cuBLAS products at every batch, how 3 to 8 rows ran

@@ -7,9 +7,9 @@
 //! For each family: greedy replay bit-equal to eager (tokens and every logit) at batch 1
 //! and 8; seeded sampling (top-k/top-p, and top-p alone beside other modes) by replay equal
 //! to eager, and two seeds differing; replay validation catching a planted host position
-//! and a planted sampler offset; time per token
-//! at positions 64 and 4,000 with the attention and KV-write shares; the generate loop's
-//! tokens/s at batch 1 and 8. Needs a CUDA GPU (it says so and exits 0 without one).
+//! and a planted sampler offset; time per token at positions 64 and 4,000 with the
+//! attention and KV-write shares; the generate loop's tokens/s at batch 1 and 8. Needs a
+//! CUDA GPU (it says so and exits 0 without one).
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
@@ -166,11 +166,11 @@ fn prove(family: Family, device: &Device, tokens: usize, max_seq: usize) -> Resu
     let topk = [SamplingParams::new(0.8, 50, 0.95)?];
     let mixed =
         [SamplingParams::new(1.0, 0, 0.9)?, SamplingParams::new(0.8, 50, 0.95)?, SamplingParams::new(1.0, 0, 1.0)?];
-    for (name, modes, batches) in [
-        ("T 0.8, top-k 50, top-p 0.95", &topk[..], &[1, 8][..]),
-        ("rows of top-p 0.9 alone, top-k/top-p and T 1.0 in turn", &mixed[..], &[1, 8][..]),
+    for (name, modes) in [
+        ("T 0.8, top-k 50, top-p 0.95", &topk[..]),
+        ("rows of top-p 0.9 alone, top-k/top-p and T 1.0 in turn", &mixed[..]),
     ] {
-        for &batch in batches {
+        for batch in [1, 8] {
             let eager = decode_run(&mut cs, &gen, batch, tokens, Some((1000, modes)), false, false)?;
             let replay = decode_run(&mut cs, &gen, batch, tokens, Some((1000, modes)), true, false)?;
             let other = decode_run(&mut cs, &gen, batch, tokens, Some((2000, modes)), true, false)?;
