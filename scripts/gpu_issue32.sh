@@ -10,6 +10,7 @@
 #   bash scripts/gpu_issue32.sh aba          # A/B/A in one command: llama_bench, PyTorch at BATCH (8; 64/2000, 8000), llama_bench (OLD=1: + llama_bench_old)
 #   bash scripts/gpu_issue32.sh mmv-step     # llama_bench: the fused step (tensor-core products) against cuBLAS products, batches 3 and 8
 #   bash scripts/gpu_issue32.sh mmw          # bench/mmw_probe.cu: 9-32-row tensor-core products against cuBLAS; PROBE_ARGS=chain: the batch-32 chain's norms and SwiGLU
+#   bash scripts/gpu_issue32.sh mmc          # bench/mmc_probe.cu: 9-32-row products split along K over a cluster, against cuBLAS; PROBE_ARGS=floor: a plain read of each product's weights
 #   bash scripts/gpu_issue32.sh kv           # bench/kv_stream_probe.cu: the decode attention against loads-only kernels over the same cache
 #   bash scripts/gpu_issue32.sh kvtrace      # bench/kv_stream_probe.cu's trace build: where a launch of the decode attention spends its time
 #   bash scripts/gpu_issue32.sh wide         # bench/mmv_probe.cu at 16 and 32 rows, 2 and 1 chunks a round (PROBE_CH)
@@ -201,6 +202,12 @@ case "$1" in
     ;;
   mmw)
     { probe_bin mmw mmw_probe -arch=sm_90 -DDECODE_PDL -Xcompiler -fopenmp -lcublas && timeout 400 /tmp/mmw ${PROBE_ARGS:-}; } 2>&1 \
+      | tee "$out/$tag.txt" || failed "$tag"
+    ;;
+  mmc)
+    # bench/mmc_probe.cu: products for 9 to 32 rows split along K over a thread-block cluster,
+    # against cuBLAS (PROBE_ARGS: check, timing, floor; none: check and timing).
+    { probe_bin mmc mmc_probe -arch=sm_90 -Xcompiler -fopenmp -lcublas && timeout 500 /tmp/mmc ${PROBE_ARGS:-}; } 2>&1 \
       | tee "$out/$tag.txt" || failed "$tag"
     ;;
   kv)
@@ -423,7 +430,8 @@ case "$1" in
     # staged under those names): Nsight Compute's kernel times by sampling mode at BATCHES_NCU
     # (1,32), then sampling_bench alternated AB (2) times, then llama_bench's fused step in every
     # sampling mode at batches 1/8/32, positions 64 and 2,000, alternated AB times. PARTS
-    # (ncu,bench,step) picks among the three; ORDER (new old) the order of the builds in a round.
+    # (ncu,bench,step) picks among the three; ORDER (new old) the order of the builds in a round;
+    # SAMPLING (greedy,topk,plain) the step's modes.
     { nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
       has() { case ",${PARTS:-ncu,bench,step}," in *",$1,"*) return 0;; esac; return 1; }
       has ncu && for b in $(echo ${BATCHES_NCU:-1,32} | tr , ' '); do for v in "" _old; do
@@ -439,7 +447,7 @@ case "$1" in
       has step && for r in $(seq ${AB:-2}); do for w in ${ORDER:-new old}; do v=$([ "$w" = old ] && echo _old)
         echo "=== round $r: llama_bench$v"
         timeout ${LIMIT:-150} $c/llama_bench$v --rounds ${ROUNDS_STEP:-6} --max-seq 2112 --batches 1,8,32 --positions 64,2000 \
-          --sampling greedy,topk,plain --paths fused --no-breakdown || failed "llama_bench$v"
+          --sampling ${SAMPLING:-greedy,topk,plain} --paths fused --no-breakdown || failed "llama_bench$v"
       done; done
     } 2>&1 | tee "$out/$tag.txt"
     ;;

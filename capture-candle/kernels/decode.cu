@@ -2312,13 +2312,16 @@ __device__ void sample(const typename E::T* logits, u32 V, const float* params, 
 //   sample_part  (grid P x B): each part's candidates, at most SP_C of its largest logits,
 //                in index order, with a threshold key: every logit of the part above it is a
 //                candidate. When no top-k applies, the part's exact fixed-point weight sum
-//                instead, and with top-p its weights by bin (sp_bin) into the row's histogram.
+//                instead, and with top-p its weights by bin (sp_bin) into the row's histogram,
+//                and the part's own running weight by bin into the scratch.
 //   sample_pick  (grid B): one block a row merges the candidates, finds the top-k and top-p
 //                thresholds among them and draws. With neither filter it draws from the
 //                parts' sums and scans only the part that holds the draw. With top-p alone it
 //                finds the bin where the kept weight reaches top-p's share from the histogram,
 //                the threshold among that bin's keys (gathered from one pass over the row),
-//                and draws in one more pass.
+//                then each part's kept weight (its running weight before that bin, plus its
+//                gathered keys at or above the threshold), and scans only the part that holds
+//                the draw.
 //
 // Why the candidates suffice: a part's list holds every logit of the part above its threshold
 // key. Let L be the largest threshold among the parts whose list is full; every logit of the
@@ -2333,7 +2336,9 @@ __device__ void sample(const typename E::T* logits, u32 V, const float* params, 
 // none), the parts' weight sums (u64 [SP_PARTS]), the parts' counts and thresholds
 // ([SP_PARTS][2]: count | full << 31, threshold key), candidate keys and indices
 // ([SP_PARTS][SP_C] each), top-p alone's histogram (u64 [SP_BINS], the parts' weights by
-// sp_bin). sample_pick sets the argmax slot and the histogram back to 0.
+// sp_bin), and each part's running weight by bin (u64 [SP_PARTS][SP_BINS]: entry b is the
+// part's weight in bins before b; written whole by every top-p-alone step that uses it).
+// sample_pick sets the argmax slot and the histogram back to 0.
 #define SP_PARTS 128  // sample_pick's scan of the parts' sums takes 4 a lane
 #define SP_C 64
 #define SP_LB 32  // sample_part's first try: candidates from the 32nd largest of its threads' maxima
@@ -2347,7 +2352,8 @@ __device__ void sample(const typename E::T* logits, u32 V, const float* params, 
 #define SP_KEYS (SP_INFO + 2 * SP_PARTS)
 #define SP_IDX (SP_KEYS + SP_PARTS * SP_C)
 #define SP_HIST (SP_IDX + SP_PARTS * SP_C)
-#define SP_WORDS (SP_HIST + 2 * SP_BINS)
+#define SP_PHIST (SP_HIST + 2 * SP_BINS)
+#define SP_WORDS (SP_PHIST + 2 * SP_PARTS * SP_BINS)
 
 // Top-p alone's bin of a logit: its distance below the row's maximum over the temperature,
 // (xmax - v) / t, in steps of 1/15 (bins 0-254 cover [0, 17)); bin 255 holds the rest, whose
@@ -2546,12 +2552,17 @@ __device__ void sample_part(const typename E::T* logits, u32 V, u32 chunk, const
         w = block_sum(w, red);  // (its barriers order the histogram's adds before the reads below)
         if (tid == 0) reinterpret_cast<unsigned long long*>(s + SP_SUMS)[p] = w;
         if (hist) {
+            // Thread j takes bin j (SP_PART_THREADS == SP_BINS): the bin's weight into the
+            // row's histogram, and the part's weight in the bins before it into the part's
+            // running weights, which sample_pick reads at top-p's bin.
+            static_assert(SP_PART_THREADS == SP_BINS, "sample_part: a thread a bin");
             unsigned long long* gh = reinterpret_cast<unsigned long long*>(s + SP_HIST);
-            for (u32 j = tid; j < SP_BINS; j += nt) {
-                unsigned long long h = 0;
-                for (u32 q = 0; q < NW; ++q) h += (unsigned long long)wlo[q][j] + ((unsigned long long)whi[q][j] << 16);
-                if (h) atomicAdd(&gh[j], h);
-            }
+            unsigned long long h = 0;
+            for (u32 q = 0; q < NW; ++q) h += (unsigned long long)wlo[q][tid] + ((unsigned long long)whi[q][tid] << 16);
+            if (h) atomicAdd(&gh[tid], h);
+            u64 ht;
+            const u64 before = block_scan(h, red, ht) - h;
+            reinterpret_cast<unsigned long long*>(s + SP_PHIST)[(u64)p * SP_BINS + tid] = before;
         }
         return;  // the sums (and the histogram) are all sample_pick needs
     }
@@ -2813,7 +2824,8 @@ __device__ void sample_pick(const typename E::T* logits, u32 V, u32 parts, u32 c
         const u32 top_k = top_k0 > 0 && top_k0 < V ? top_k0 : 0;
         const bool top_p_on = top_p < 1.f && top_p > 0.f;
         __shared__ u32 keys[SP_PARTS * SP_C];
-        __shared__ u32 hlo[256], hhi[256];
+        __shared__ __align__(8) u32 hlo[256];  // (top-p alone: the parts' kept weights after select_keys)
+        __shared__ u32 hhi[256];
         __shared__ u64 red[33];
         __shared__ u32 sbin, stoken, sfall;
         __shared__ u64 srest;
@@ -2825,16 +2837,17 @@ __device__ void sample_pick(const typename E::T* logits, u32 V, u32 parts, u32 c
             stoken = argmax;
             sfall = 0;
         }
-        if (!top_k && !top_p_on) {
-            // No filter: the part that holds the draw, from the parts' sums, then the token
-            // inside it.
+        // The part that holds the draw: parts' kept weights `wp(q)` in index order, r = u
+        // times their total (sample_scan's r), the part where the running weight passes r
+        // into sbin and r's offset inside it into srest; red[32] the total. Warp 0 scans.
+        auto find_part = [&](auto wp) {
             if (tid < 32) {
                 // Lane l sums parts 4l .. 4l + 3 (SP_PARTS = 128), then a scan over the lanes.
                 u64 own[4], t = 0;
 #pragma unroll
                 for (u32 j = 0; j < 4; ++j) {
                     const u32 q = tid * 4 + j;
-                    own[j] = q < parts ? sums[q] : 0;
+                    own[j] = q < parts ? wp(q) : 0;
                     t += own[j];
                 }
                 u64 inc = t;
@@ -2859,37 +2872,53 @@ __device__ void sample_pick(const typename E::T* logits, u32 V, u32 parts, u32 c
                 }
             }
             __syncthreads();
-            if (red[32] > 0) {
-                const u32 q = sbin;
-                const u64 r = srest;
-                const u32 lo = q * chunk, hi = min(lo + chunk, V);
-                const u32 per = (hi - lo + nt - 1) / nt, a = min(lo + tid * per, hi), z = min(a + per, hi);
-                u64 mine = 0;
-                for (u32 i = a; i < z; ++i) mine += weight_of(E::ld(x, i), xmax, inv_t);
-                u64 tot;
-                const u64 excl = block_scan(mine, red, tot) - mine;
-                if (r >= excl && r < excl + mine) {
-                    u64 run = excl;
-                    for (u32 i = a; i < z; ++i) {
-                        run += weight_of(E::ld(x, i), xmax, inv_t);
-                        if (r < run) {
-                            stoken = i;
-                            break;
-                        }
+        };
+        // The token inside part sbin at offset srest, over the logits whose keys are at least
+        // `keep` (0: all), in index order.
+        auto draw_part = [&](u32 keep) {
+            if (red[32] == 0) return;
+            const u32 q = sbin;
+            const u64 r = srest;
+            const u32 lo = q * chunk, hi = min(lo + chunk, V);
+            const u32 per = (hi - lo + nt - 1) / nt, a = min(lo + tid * per, hi), z = min(a + per, hi);
+            auto wt = [&](u32 i) -> u64 {
+                const float v = E::ld(x, i);
+                return key_of(v) >= keep ? weight_of(v, xmax, inv_t) : 0;
+            };
+            u64 mine = 0;
+            for (u32 i = a; i < z; ++i) mine += wt(i);
+            u64 tot;
+            const u64 excl = block_scan(mine, red, tot) - mine;
+            if (r >= excl && r < excl + mine) {
+                u64 run = excl;
+                for (u32 i = a; i < z; ++i) {
+                    run += wt(i);
+                    if (r < run) {
+                        stoken = i;
+                        break;
                     }
                 }
             }
+        };
+        if (!top_k && !top_p_on) {
+            // No filter: the part that holds the draw, from the parts' sums, then the token
+            // inside it.
+            find_part([&](u32 q) -> u64 { return sums[q]; });
+            draw_part(0);
         } else if (!top_k) {
             // Top-p alone. Its kept set can reach far past the parts' candidates (a flat
             // row), so it is found from the parts' histogram instead: bins run from the
             // largest logits down, so the first bin where the running weight reaches the
             // target holds the threshold, every key of the bins before it is kept, and no key
             // of the bins after it is. The threshold is then selected among that bin's keys,
-            // gathered in one pass over the row; the draw takes one more pass, in index
-            // order, as sample_scan's does. A bin of more keys than fit in shared memory
-            // falls back to sample_scan.
+            // gathered in one pass over the row (with each key's part). A part's kept weight
+            // is its weight in the bins before (sample_part's running weights) plus its
+            // gathered keys at or above the threshold; the draw then scans the part that
+            // holds it, as with no filter: sample_scan's token. A bin of more keys than fit in
+            // shared memory falls back to sample_scan.
             constexpr u32 CAP = SP_PARTS * SP_C;
             __shared__ u32 scount;
+            __shared__ unsigned char kpart[CAP];  // the part of each gathered key
             unsigned long long* gh = reinterpret_cast<unsigned long long*>(s + SP_HIST);
             const bool vec = V % 8 == 0 && ((unsigned long long)x & 15) == 0;
             if (tid == 0) {
@@ -2913,14 +2942,11 @@ __device__ void sample_pick(const typename E::T* logits, u32 V, u32 parts, u32 c
                 srest = target - (inc - hv);  // what the bin's keys at or above the threshold weigh
             }
             __syncthreads();
-            u32 keep = 0;
-            bool ok = true;
             // The bins' sum is the parts' sums, the same weights of the same logits, so some
             // bin reaches the target. Parts too long for a histogram (sample_part), or one
             // that disagrees (no bin found, a sum other than the parts'), fall back to the
             // whole-row scan.
             if (total > 0 && (chunk > SP_RUN || sbin == SP_BINS || bins_total != total)) {
-                ok = false;
                 if (tid == 0) sfall = 1;
             } else if (total > 0) {
                 const u32 bs = sbin;
@@ -2928,18 +2954,29 @@ __device__ void sample_pick(const typename E::T* logits, u32 V, u32 parts, u32 c
                 for (u32 c = tid; c * 8 < V; c += nt) {
                     float v[8];
                     load8<E>(x, V, c * 8, vec, v);
+                    u32 inm = 0;
+#pragma unroll
+                    for (u32 j = 0; j < 8; ++j)
+                        if (c * 8 + j < V && sp_bin(v[j], xmax, inv_t) == bs) inm |= 1u << j;
+                    // One ballot a word when no lane of the warp has a key in the bin (most
+                    // words); else one shared atomic a logit position: the lanes in the bin
+                    // take consecutive slots.
+                    const unsigned act = __activemask();
+                    if (!__ballot_sync(act, inm != 0)) continue;
 #pragma unroll
                     for (u32 j = 0; j < 8; ++j) {
-                        // One shared atomic a warp: the lanes in the bin take consecutive slots.
-                        const bool in = c * 8 + j < V && sp_bin(v[j], xmax, inv_t) == bs;
-                        const unsigned act = __activemask(), m = __ballot_sync(act, in);
+                        const bool in = (inm >> j) & 1u;
+                        const unsigned m = __ballot_sync(act, in);
                         if (m) {
                             const u32 lane = tid % 32, leader = __ffs(m) - 1;
                             u32 base = 0;
                             if (lane == leader) base = atomicAdd(&scount, (u32)__popc(m));
                             base = __shfl_sync(act, base, leader);
                             const u32 at = base + __popc(m & ((1u << lane) - 1u));
-                            if (in && at < CAP) keys[at] = key_of(v[j]);
+                            if (in && at < CAP) {
+                                keys[at] = key_of(v[j]);
+                                kpart[at] = (unsigned char)((c * 8 + j) / chunk);
+                            }
                         }
                     }
                 }
@@ -2959,27 +2996,22 @@ __device__ void sample_pick(const typename E::T* logits, u32 V, u32 parts, u32 c
                         for (u32 i = tid; i < cnt; i += nt)
                             if (keys[i] >= k) atomicMin(&scount, keys[i]);
                     __syncthreads();
-                    keep = scount;
                 }
-                if (!found && tid == 0) sfall = 1;
-                ok = found;
-            }
-            if (ok) {
-                // The draw over the kept (keys at or above `keep`) in index order, a unit an
-                // 8-logit word.
-                auto word = [&](u32 c, u64 r, u32& at) -> u64 {
-                    float v[8];
-                    load8<E>(x, V, c * 8, vec, v);
-                    u64 run = 0;
-#pragma unroll
-                    for (u32 j = 0; j < 8; ++j) {
-                        const u64 wj = c * 8 + j < V && key_of(v[j]) >= keep ? weight_of(v[j], xmax, inv_t) : 0;
-                        if (r >= run && r - run < wj) at = c * 8 + j;
-                        run += wj;
-                    }
-                    return run;
-                };
-                draw_in_order((V + 7) / 8, u, red, stoken, word);
+                if (!found) {
+                    if (tid == 0) sfall = 1;
+                } else {
+                    const u32 keep = scount;
+                    // The parts' kept weights (hlo's words, free again: select_keys is done).
+                    unsigned long long* pw = reinterpret_cast<unsigned long long*>(hlo);
+                    const unsigned long long* run = reinterpret_cast<const unsigned long long*>(s + SP_PHIST);
+                    if (tid < parts) pw[tid] = run[(u64)tid * SP_BINS + bs];
+                    __syncthreads();
+                    for (u32 i = tid; i < cnt; i += nt)
+                        if (keys[i] >= keep) atomicAdd(&pw[kpart[i]], (unsigned long long)weight_of(float_of_key(keys[i]), xmax, inv_t));
+                    __syncthreads();
+                    find_part([&](u32 q) -> u64 { return pw[q]; });
+                    draw_part(keep);
+                }
             }
         } else {
             // Top-k, with or without top-p: the thresholds among the candidates, slot

@@ -842,11 +842,13 @@ pub(crate) fn silu_mul(x: &Tensor) -> Result<Tensor> {
 const SAMPLE_PART: usize = 2048;
 /// `SP_PARTS`, `SP_C`, `SP_BINS` and `SP_WORDS` in kernels/decode.cu: most parts a row is cut
 /// into, candidates a part keeps, top-p alone's histogram bins, and u32 words of a row's
-/// sampling scratch.
+/// sampling scratch (324 KiB: 256 KiB of it top-p alone's running weights, a u64 a part and bin).
 const SP_PARTS: usize = 128;
 const SP_C: usize = 64;
 const SP_BINS: usize = 256;
-pub(crate) const SP_WORDS: usize = 2 + 2 * SP_PARTS + 2 * SP_PARTS + 2 * SP_PARTS * SP_C + 2 * SP_BINS;
+pub(crate) const SP_WORDS: usize = SP_HIST + 2 * SP_BINS + 2 * SP_PARTS * SP_BINS;
+/// Where top-p alone's histogram starts in a row of scratch (`SP_HIST` in kernels/decode.cu).
+const SP_HIST: usize = 2 + 2 * SP_PARTS + 2 * SP_PARTS + 2 * SP_PARTS * SP_C;
 
 /// Parts a row of `vocab` logits is cut into, and logits a part (a multiple of 8).
 fn sample_parts(vocab: usize) -> (usize, usize) {
@@ -1009,7 +1011,11 @@ mod tests {
         for word in ["SP_SUMS 2", "SP_INFO (SP_SUMS + 2 * SP_PARTS)", "SP_HIST (SP_IDX + SP_PARTS * SP_C)"] {
             assert!(src.contains(&format!("#define {word}")), "decode.cu's layout changed: {word}");
         }
-        assert!(src.contains("#define SP_WORDS (SP_HIST + 2 * SP_BINS)"), "decode.cu's row of scratch changed");
+        assert!(src.contains("#define SP_PHIST (SP_HIST + 2 * SP_BINS)"), "decode.cu's row of scratch changed");
+        assert!(
+            src.contains("#define SP_WORDS (SP_PHIST + 2 * SP_PARTS * SP_BINS)"),
+            "decode.cu's row of scratch changed"
+        );
     }
 
     /// The multi-block draw leaves its row of scratch as the next step expects: the argmax
@@ -1030,7 +1036,7 @@ mod tests {
             (Tensor::zeros(rows, DType::U32, &dev).unwrap(), Tensor::zeros(rows, DType::U32, &dev).unwrap());
         // temperature, top_p, top_k
         let modes = [[1.0f32, 0.9, 0.0], [0.8, 0.95, 50.0], [1.0, 1.0, 0.0], [0.0, 1.0, 0.0], [0.6, 0.3, 0.0]];
-        let hist = SP_WORDS - 2 * SP_BINS;
+        let hist = SP_HIST..SP_HIST + 2 * SP_BINS;
         for step in 0..10 {
             let p: Vec<f32> = (0..rows).flat_map(|r| modes[(r + step) % modes.len()]).collect();
             let params = Tensor::from_vec(p, (rows, 3), &dev).unwrap();
@@ -1041,7 +1047,7 @@ mod tests {
             let words = scratch.to_vec2::<u32>().unwrap();
             for (r, w) in words.iter().enumerate() {
                 assert_eq!(&w[..2], &[0, 0], "step {step} row {r}: the argmax slot was not cleared");
-                let left = w[hist..].iter().filter(|&&x| x != 0).count();
+                let left = w[hist.clone()].iter().filter(|&&x| x != 0).count();
                 assert_eq!(left, 0, "step {step} row {r}: {left} words of the histogram left");
             }
         }

@@ -57,11 +57,12 @@ impl SamplingParams {
 ///
 /// On CUDA a row is drawn by many blocks: each part of the vocabulary keeps its 64 largest
 /// logits (or, when no top-k applies, its exact weight sum, and with top-p its weights by
-/// distance from the row's maximum), then one block a row merges them and draws. The draw is
-/// the one a single block scanning the whole row makes, bit for bit; when ties reach past
-/// the candidates (or top-p alone meets more equal-distance logits than fit in shared memory,
-/// or a vocabulary of more than 8,388,608), that block does scan the whole row. This needs about 68 KiB of device scratch a row,
-/// allocated with the sampler.
+/// distance from the row's maximum), then one block a row merges them and draws, scanning
+/// only the part that holds the draw when no top-k applies. The draw is the one a single
+/// block scanning the whole row makes, bit for bit; when ties reach past the candidates (or
+/// top-p alone meets more equal-distance logits than fit in shared memory, or a vocabulary
+/// of more than 8,388,608), that block does scan the whole row. This needs about 324 KiB of
+/// device scratch a row (10.4 MiB at 32 rows), allocated with the sampler.
 #[derive(Clone, Debug, crate::Resources)]
 pub struct Sampler {
     /// `[batch, 3]` f32: temperature, top_p, top_k.
