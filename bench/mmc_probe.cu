@@ -121,14 +121,7 @@ __global__ void __launch_bounds__(256) mmc_k(const typename E::T* x, const typen
     auto load_a = [&](uint4 (&ar)[TA][2], u32 c) {
         const u32 k = c * 32 + t * 8;
         const bool ok = on && c < c_end && k < K;
-#pragma unroll
-        for (u32 ta = 0; ta < TA; ++ta)
-#pragma unroll
-            for (u32 h = 0; h < 2; ++h) {
-                const u32 n = tile * 16 + g + 8 * h;
-                const u64 row = ta ? (u64)N + n : (u64)n;
-                ar[ta][h] = att_ld16(W + row * K + k, ok && n < N);
-            }
+        mma_load_w<E>(ar, W, N, K, tile, g, k, ok);
     };
 #pragma unroll
     for (u32 d = 0; d < D; ++d) load_a(a[d], c_begin + d);
@@ -153,12 +146,7 @@ __global__ void __launch_bounds__(256) mmc_k(const typename E::T* x, const typen
     __syncthreads();
 
     float acc[TA][NT][4];
-#pragma unroll
-    for (u32 ta = 0; ta < TA; ++ta)
-#pragma unroll
-        for (u32 j = 0; j < NT; ++j)
-#pragma unroll
-            for (u32 i = 0; i < 4; ++i) acc[ta][j][i] = 0.f;
+    mma_zero(acc);
     for (u32 c0 = c_begin; c0 < c_end; c0 += D) {
 #pragma unroll
         for (u32 d = 0; d < D; ++d) {
@@ -174,16 +162,7 @@ __global__ void __launch_bounds__(256) mmc_k(const typename E::T* x, const typen
                     uint4 b[NT];
 #pragma unroll
                     for (u32 j = 0; j < NT; ++j) b[j] = xs[(g + 8 * j) * xw + q];
-#pragma unroll
-                    for (u32 h = 0; h < 2; ++h)
-#pragma unroll
-                        for (u32 ta = 0; ta < TA; ++ta) {
-                            const u32 af[4] = {att_word(a[d][ta][0], 2 * h), att_word(a[d][ta][1], 2 * h),
-                                               att_word(a[d][ta][0], 2 * h + 1), att_word(a[d][ta][1], 2 * h + 1)};
-#pragma unroll
-                            for (u32 j = 0; j < NT; ++j)
-                                AttMma<E>::run(acc[ta][j], af, att_word(b[j], 2 * h), att_word(b[j], 2 * h + 1));
-                        }
+                    mma_chunk<E>(acc, a[d], b);
                 }
             }
             load_a(a[d], c + D);
@@ -336,14 +315,9 @@ int main(int argc, char** argv) {
     CK(cudaMalloc(&x, 32 * 8192 * 2));
     CK(cudaMalloc(&y, 32 * 128256 * 2));
     CK(cudaMalloc(&gu, 32 * 16384 * 2));
-    void* ws;
-    CK(cudaMalloc(&ws, 32 << 20));
     fill(W, w_el, 1, -0.05f, 0.05f);
     CK(cudaStreamSynchronize(g_s));
-    cublasHandle_t hb;
-    CB(cublasCreate(&hb));
-    CB(cublasSetStream(hb, g_s));
-    CB(cublasSetWorkspace(hb, ws, 32 << 20));
+    cublasHandle_t hb = probe_cublas();
     allow_smem();
 
     bool floor_only = false;

@@ -92,16 +92,7 @@ __device__ void mmw(const typename E::T* x, const typename E::T* W, u32 M, u32 N
                 const u32 m = g + 8 * j;
                 b[j] = mmv_ldx(x + (u64)m * K + k, ok && m < M);
             }
-#pragma unroll
-            for (u32 h = 0; h < 2; ++h)
-#pragma unroll
-                for (u32 at = 0; at < AT; ++at) {
-                    const u32 af[4] = {att_word(a[ch][at][0], 2 * h), att_word(a[ch][at][1], 2 * h),
-                                       att_word(a[ch][at][0], 2 * h + 1), att_word(a[ch][at][1], 2 * h + 1)};
-#pragma unroll
-                    for (u32 j = 0; j < NT; ++j)
-                        AttMma<E>::run(acc[at][j], af, att_word(b[j], 2 * h), att_word(b[j], 2 * h + 1));
-                }
+            mma_chunk<E>(acc, a[ch], b);
         }
     };
     const bool pre = blockIdx.x < groups && blockIdx.x * ub + u_in < units;
@@ -124,12 +115,7 @@ __device__ void mmw(const typename E::T* x, const typename E::T* W, u32 M, u32 N
     for (u32 grp = blockIdx.x; grp < groups; grp += gridDim.x) {
         const u32 unit = grp * ub + u_in;
         float acc[AT][NT][4];
-#pragma unroll
-        for (u32 at = 0; at < AT; ++at)
-#pragma unroll
-            for (u32 j = 0; j < NT; ++j)
-#pragma unroll
-                for (u32 i = 0; i < 4; ++i) acc[at][j][i] = 0.f;
+        mma_zero(acc);
         if (unit < units) {
             if (!first) {
                 load_a(a0, unit, c_begin);
@@ -347,16 +333,11 @@ int main(int argc, char** argv) {
     CK(cudaMalloc(&h2, 32 * 8192 * 2));
     CK(cudaMalloc(&gu, 32 * 16384 * 2));
     CK(cudaMalloc(&g_part, 16ull * 32 * 128256 * 4));
-    void* ws;
-    CK(cudaMalloc(&ws, 32 << 20));
     fill(W, w_el, 1, -0.05f, 0.05f);
     fill(nw, 16384, 3, 0.5f, 1.5f);
     fill(res, 32 * 8192, 4, -1.f, 1.f);
     CK(cudaStreamSynchronize(g_s));
-    cublasHandle_t hb;
-    CB(cublasCreate(&hb));
-    CB(cublasSetStream(hb, g_s));
-    CB(cublasSetWorkspace(hb, ws, 32 << 20));
+    cublasHandle_t hb = probe_cublas();
     allow_smem();
 
     // ----------------------------- correctness -----------------------------------------

@@ -52,6 +52,16 @@ static void probe_device() {
     CK(cudaStreamCreateWithFlags(&g_s, cudaStreamNonBlocking));
 }
 
+// A cuBLAS handle on g_s with 32 MB of workspace (allocated here, kept for the process).
+static cublasHandle_t probe_cublas() {
+    void* ws;
+    CK(cudaMalloc(&ws, 32 << 20));
+    cublasHandle_t h;
+    CB(cublasCreate(&h));
+    CB(cublasSetStream(h, g_s));
+    CB(cublasSetWorkspace(h, ws, 32 << 20));
+    return h;
+}
 // Rounds to the nearest f16 value (ties to even; no overflow at these magnitudes).
 static float f16_round(float v) {
     if (v == 0 || !std::isfinite(v)) return v;

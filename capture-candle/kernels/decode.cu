@@ -1795,6 +1795,47 @@ __device__ void gemv(const typename E::T* x, const typename E::T* W, u32 M, u32 
 static __device__ __forceinline__ uint4 mmv_ldx(const void* p, bool ok) {
     return ok ? ld_x(reinterpret_cast<const uint4*>(p)) : make_uint4(0, 0, 0, 0);
 }
+// The sums of TA x NT tensor-core tiles set to zero.
+template <u32 TA, u32 NT>
+static __device__ __forceinline__ void mma_zero(float (&acc)[TA][NT][4]) {
+#pragma unroll
+    for (u32 j = 0; j < NT; ++j)
+#pragma unroll
+        for (u32 ta = 0; ta < TA; ++ta)
+#pragma unroll
+            for (u32 i = 0; i < 4; ++i) acc[ta][j][i] = 0.f;
+}
+// A lane's words of W for one 32-column chunk of TA 16-row tiles from `tile` (GLU, TA = 2: the
+// gate tile, then the up tile N rows further): rows tile * 16 + g and + 8, the 8 columns from
+// k; zeros where !ok or past N.
+template <typename E, u32 TA>
+static __device__ __forceinline__ void mma_load_w(uint4 (&a)[TA][2], const typename E::T* W, u32 N, u32 K, u32 tile,
+                                                  u32 g, u32 k, bool ok) {
+#pragma unroll
+    for (u32 ta = 0; ta < TA; ++ta)
+#pragma unroll
+        for (u32 h = 0; h < 2; ++h) {
+            const u32 n = tile * 16 + g + 8 * h;
+            const u64 row = ta ? (u64)N + n : (u64)n;
+            a[ta][h] = att_ld16(W + row * K + k, ok && n < N);
+        }
+}
+// The products of one 32-column chunk on tensor cores: TA 16-row tiles of W (a[ta][0]: row g,
+// a[ta][1]: row g + 8, 8 columns a lane) against NT 8-row groups of x (b[j]: row g of the group,
+// the same 8 columns), as two k16 steps (words 0-1 of each 16-byte word, then 2-3: the column
+// permutation that W's and x's loads share).
+template <typename E, u32 TA, u32 NT>
+static __device__ __forceinline__ void mma_chunk(float (&acc)[TA][NT][4], const uint4 (&a)[TA][2], const uint4 (&b)[NT]) {
+#pragma unroll
+    for (u32 h = 0; h < 2; ++h)
+#pragma unroll
+        for (u32 ta = 0; ta < TA; ++ta) {
+            const u32 af[4] = {att_word(a[ta][0], 2 * h), att_word(a[ta][1], 2 * h), att_word(a[ta][0], 2 * h + 1),
+                               att_word(a[ta][1], 2 * h + 1)};
+#pragma unroll
+            for (u32 j = 0; j < NT; ++j) AttMma<E>::run(acc[ta][j], af, att_word(b[j], 2 * h), att_word(b[j], 2 * h + 1));
+        }
+}
 // 32-column chunks a round of weight loads at NT = 2 and 4 (the probe's PROBE_CH; NT = 1 takes 2).
 #ifndef MMV_WIDE_CH
 #define MMV_WIDE_CH 2
@@ -1827,14 +1868,7 @@ __device__ void mmv(const typename E::T* x, const typename E::T* W, u32 M, u32 N
         for (u32 ch = 0; ch < CH; ++ch) {
             const u32 c = c0 + ch, k = c * 32 + t * 8;
             const bool ok = c < c_end && k < K;
-#pragma unroll
-            for (u32 ta = 0; ta < TA; ++ta)
-#pragma unroll
-                for (u32 h = 0; h < 2; ++h) {
-                    const u32 n = tile * 16 + g + 8 * h;
-                    const u64 row = ta ? (u64)N + n : (u64)n;
-                    a[ch][ta][h] = att_ld16(W + row * K + k, ok && n < N);
-                }
+            mma_load_w<E>(a[ch], W, N, K, tile, g, k, ok);
         }
     };
     auto product = [&](const uint4 (&a)[CH][TA][2], u32 c0, float (&acc)[TA][NT][4]) {
@@ -1849,16 +1883,7 @@ __device__ void mmv(const typename E::T* x, const typename E::T* W, u32 M, u32 N
                 if (STAGE) b[j] = ok ? xs[m * xstride + k / 8] : make_uint4(0, 0, 0, 0);
                 else b[j] = mmv_ldx(x + (u64)m * K + k, ok && m < M);
             }
-#pragma unroll
-            for (u32 h = 0; h < 2; ++h)
-#pragma unroll
-                for (u32 ta = 0; ta < TA; ++ta) {
-                    const u32 af[4] = {att_word(a[ch][ta][0], 2 * h), att_word(a[ch][ta][1], 2 * h),
-                                       att_word(a[ch][ta][0], 2 * h + 1), att_word(a[ch][ta][1], 2 * h + 1)};
-#pragma unroll
-                    for (u32 j = 0; j < NT; ++j)
-                        AttMma<E>::run(acc[ta][j], af, att_word(b[j], 2 * h), att_word(b[j], 2 * h + 1));
-                }
+            mma_chunk<E>(acc, a[ch], b);
         }
     };
     // The first two rounds of weights, in flight while f(x) is formed (STAGE: issued after
@@ -1982,13 +2007,7 @@ __device__ void mmv(const typename E::T* x, const typename E::T* W, u32 M, u32 N
     for (u32 grp = blockIdx.x; grp < groups; grp += gridDim.x) {
         const u32 tile = grp * tiles_blk + tile_in;
         float acc[TA][NT][4];
-#pragma unroll
-        for (u32 j = 0; j < NT; ++j) {
-#pragma unroll
-            for (u32 ta = 0; ta < TA; ++ta)
-#pragma unroll
-                for (u32 i = 0; i < 4; ++i) acc[ta][j][i] = 0.f;
-        }
+        mma_zero(acc);
         if (tile < tiles) {
             if (!first) {
                 load_a(a0, tile, c_begin);
@@ -2564,7 +2583,7 @@ __device__ void sample_part(const typename E::T* logits, u32 V, u32 chunk, const
             const u64 before = block_scan(h, red, ht) - h;
             reinterpret_cast<unsigned long long*>(s + SP_PHIST)[(u64)p * SP_BINS + tid] = before;
         }
-        return;  // the sums (and the histogram) are all sample_pick needs
+        return;  // the sums (and the histograms) are all sample_pick needs
     }
     // The usual case, at most 8 logits a thread: lb, the SP_LB-th largest of the threads'
     // maxima, is at most the part's SP_LB-th largest logit. When no more than SP_C logits reach

@@ -846,6 +846,9 @@ const SAMPLE_PART: usize = 2048;
 const SP_PARTS: usize = 128;
 const SP_C: usize = 64;
 const SP_BINS: usize = 256;
+/// `SP_PART_THREADS` in kernels/decode.cu: `sample_max`'s and `sample_part`'s threads a block
+/// (`sample_part` takes one bin of top-p alone's histogram a thread).
+const SP_PART_THREADS: u32 = 256;
 pub(crate) const SP_WORDS: usize = SP_HIST + 2 * SP_BINS + 2 * SP_PARTS * SP_BINS;
 /// Where top-p alone's histogram starts in a row of scratch (`SP_HIST` in kernels/decode.cu).
 const SP_HIST: usize = 2 + 2 * SP_PARTS + 2 * SP_PARTS + 2 * SP_PARTS * SP_C;
@@ -874,7 +877,11 @@ pub(crate) fn sample(
     let dev = cuda(logits)?;
     let (rows, vocab) = logits.dims2()?;
     let (parts, chunk) = sample_parts(vocab);
-    let grid = LaunchConfig { grid_dim: (parts as u32, rows as u32, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
+    let grid = LaunchConfig {
+        grid_dim: (parts as u32, rows as u32, 1),
+        block_dim: (SP_PART_THREADS, 1, 1),
+        shared_mem_bytes: 0,
+    };
     if amax.is_none() {
         let args =
             [addr(Some(logits))?, Arg::U32(vocab as u32), Arg::U32(chunk as u32), addr(active)?, addr(Some(scratch))?];
@@ -1000,7 +1007,12 @@ mod tests {
     #[test]
     fn sampling_scratch_sizes_match_the_kernels() {
         let src = include_str!("../../kernels/decode.cu");
-        for (name, value) in [("SP_PARTS", SP_PARTS), ("SP_C", SP_C), ("SP_BINS", SP_BINS)] {
+        for (name, value) in [
+            ("SP_PARTS", SP_PARTS),
+            ("SP_C", SP_C),
+            ("SP_BINS", SP_BINS),
+            ("SP_PART_THREADS", SP_PART_THREADS as usize),
+        ] {
             let line = src
                 .lines()
                 .find(|l| l.starts_with(&format!("#define {name} ")))
