@@ -949,6 +949,18 @@ fn bad_sampling_parameters_are_typed_errors() {
     assert!(matches!(s.set(2, &SamplingParams::GREEDY, 0), Err(Error::InvalidArgument { .. })));
 }
 
+/// A sampler of no rows, or of more rows than the sampling kernels' grid takes, is a typed
+/// error that says the range, not a panic or an allocation of the whole batch first.
+#[test]
+fn a_sampler_batch_out_of_range_is_a_typed_error() {
+    for batch in [0, Sampler::MAX_BATCH + 1, usize::MAX] {
+        let e = Sampler::new(batch, &Device::Cpu).unwrap_err();
+        assert!(matches!(e, Error::InvalidArgument { .. }), "{e}");
+        assert!(e.to_string().contains("from 1 to 65,535"), "{e}");
+    }
+    assert!(Sampler::new(Sampler::MAX_BATCH, &Device::Cpu).is_ok());
+}
+
 /// `qkv_attention` refuses what attention cannot take before it writes anything: too many
 /// query heads a key head, a scale that is not finite. The cache and `overflow` stay as they
 /// were (row 1 stands past the cache, where a write would set its flag), and the error names

@@ -75,14 +75,20 @@ pub struct Sampler {
 }
 
 impl Sampler {
+    /// The most rows a sampler takes: on CUDA its kernels run a row of their grid a row of
+    /// logits (65,535 at most), and the same limit holds on every device, so a batch that
+    /// works on one works on all.
+    pub const MAX_BATCH: usize = 65_535;
+
     /// `batch` rows, greedy, seed 0. On CUDA this allocates the multi-block draw's scratch
     /// too: 331,784 bytes a row (10.1 MiB at batch 32).
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] for a zero batch; candle's error if allocation fails.
+    /// [`Error::InvalidArgument`] for a zero batch or one past [`Sampler::MAX_BATCH`]; candle's
+    /// error if allocation fails.
     pub fn new(batch: usize, device: &Device) -> Result<Self> {
-        if batch == 0 {
-            return Err(Error::invalid("sampler batch", batch, "at least 1"));
+        if batch == 0 || batch > Self::MAX_BATCH {
+            return Err(Error::invalid("sampler batch", batch, "from 1 to 65,535"));
         }
         let p = SamplingParams::GREEDY;
         let params = Tensor::from_vec(
