@@ -36,6 +36,19 @@ pub enum Error {
         /// Allocations without a free.
         unfreed: usize,
     },
+    /// A tensor handed to a graph lives on another candle device than the stream being
+    /// captured: each candle device has its own stream, which the capture does not record.
+    #[error(
+        "{what} lives on another candle device than the captured stream's: candle runs its work on that device's own \
+         stream, which this capture does not record (its kernels would run once and never replay; its allocations fail \
+         the capture). Create the `CandleStream` from the same `Device` the model and tensors were made on (each \
+         `Device::new_cuda_with_stream` call is a new device), or move the tensor onto the stream's device first \
+         (`tensor.to_device(&Device::Cuda(stream.device().clone()))`)"
+    )]
+    OtherDevice {
+        /// The tensor, described.
+        what: String,
+    },
     /// An argument out of range: a size, a dtype, a sampling parameter.
     #[error("{what} = {value} is not valid: expected {expected}")]
     InvalidArgument {

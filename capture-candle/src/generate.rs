@@ -88,8 +88,11 @@ impl Generator {
     /// tokens default to the config's `eos_token_id`.
     ///
     /// # Errors
-    /// As [`CandleStream::capture_family`].
+    /// [`Error::OtherDevice`] for a model on another candle device than `cs`'s, before
+    /// anything is allocated; [`Model::new_state`]'s for the largest bucket; as
+    /// [`CandleStream::capture_family`].
     pub fn new(cs: &mut CandleStream, model: Arc<Model>, buckets: &[usize]) -> Result<Self> {
+        cs.check_devices(&*model)?;
         let largest = buckets.iter().copied().max().unwrap_or(0);
         let state = model.new_state(largest.max(1))?;
         let stop_tokens = model.config().eos_token_ids.clone();

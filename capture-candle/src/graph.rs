@@ -120,8 +120,10 @@ impl CandleStream {
     /// step that fails or panics abandons the capture and leaves the stream idle.
     ///
     /// # Errors
-    /// The step's error; [`Error::UnfreedGraphMemory`] when a tensor the step created is
-    /// still alive at the end; capture-core's capture errors ([`Error::Capture`]).
+    /// [`Error::OtherDevice`] when a tensor of the resources lives on another candle device
+    /// (another stream, which the capture does not record); the step's error;
+    /// [`Error::UnfreedGraphMemory`] when a tensor the step created is still alive at the
+    /// end; capture-core's capture errors ([`Error::Capture`]).
     #[track_caller]
     pub fn capture_owned<R, F>(&mut self, resources: R, step: F) -> Result<(CandleGraph<R>, CaptureReport)>
     where
@@ -147,6 +149,7 @@ impl CandleStream {
         R: Resources + 'static,
         F: FnMut(&R) -> Result<()> + 'static,
     {
+        self.check_devices(&resources)?;
         let g = self.capture_with(options)?;
         step(&resources)?;
         let (graph, snapshot, report) = g.finish_described()?;
@@ -168,7 +171,8 @@ impl CandleStream {
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] for an empty bucket list, a zero bucket or one listed
-    /// twice; the first error of any bucket's warm-up, capture or replay.
+    /// twice; [`Error::OtherDevice`] as [`capture_owned`](Self::capture_owned), before any
+    /// warm-up; the first error of any bucket's warm-up, capture or replay.
     #[track_caller]
     pub fn capture_family<R, F>(&mut self, buckets: &[usize], resources: Arc<R>, step: F) -> Result<CandleFamily<R>>
     where
@@ -184,6 +188,7 @@ impl CandleStream {
                 "a non-empty list of distinct sizes, each at least 1",
             ));
         }
+        self.check_devices(&*resources)?;
         let step = Arc::new(std::sync::Mutex::new(step));
         let options = CaptureOptions::default().alloc_policy(AllocPolicy::Allow);
         let mut graphs = Vec::with_capacity(sorted.len());
@@ -214,6 +219,36 @@ impl CandleStream {
         graphs.reverse();
         stats.reverse();
         Ok(CandleFamily { graphs, resources, stats })
+    }
+}
+
+impl CandleStream {
+    /// Every tensor of `resources` on this stream's candle device (CPU tensors included:
+    /// their work cannot be captured either). candle runs each device's work on that
+    /// device's own stream, which this capture does not record: its kernels would run once,
+    /// outside the graph, and its allocations fail the capture with a driver error that
+    /// names neither tensor nor fix.
+    pub(crate) fn check_devices<R: Resources + ?Sized>(&self, resources: &R) -> Result<()> {
+        let ours = self.device().id();
+        let mut other = None;
+        resources.visit_tensors(&mut |t| {
+            let place = match t.device() {
+                candle_core::Device::Cuda(d) if d.id() == ours => return,
+                candle_core::Device::Cuda(d) => format!(
+                    "candle device {:?} of GPU {} (the stream's is {ours:?})",
+                    d.id(),
+                    d.cuda_stream().context().ordinal()
+                ),
+                d => format!("{:?}", d.location()),
+            };
+            if other.is_none() {
+                other = Some(format!("a {:?} {:?} tensor of the resources, on {place},", t.dtype(), t.dims()));
+            }
+        });
+        match other {
+            Some(what) => Err(Error::OtherDevice { what }),
+            None => Ok(()),
+        }
     }
 }
 

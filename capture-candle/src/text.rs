@@ -300,6 +300,9 @@ impl std::fmt::Debug for ChatTemplate {
 const TEMPLATE: &str = "chat_template";
 
 impl ChatTemplate {
+    /// The template engine's steps one render may take (well under a second of work).
+    pub const FUEL: u64 = 20_000_000;
+
     /// Compiles `source`, read from `path` (field `field`: `Some("chat_template")` for
     /// `tokenizer_config.json`, `None` for `chat_template.jinja`; both only name it in
     /// errors). `special_tokens` are given to the template as variables (`bos_token`,
@@ -322,6 +325,9 @@ impl ChatTemplate {
             .build()
             .map_err(|e| template_error(&path, &field, "to compile", &e))?;
         env.set_syntax(syntax);
+        // A model's template is someone else's code: bounded, so that a runaway loop is an
+        // error rather than a hang. Real templates take a few thousand steps a message.
+        env.set_fuel(Some(Self::FUEL));
         env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
         env.add_function("raise_exception", |message: String| -> std::result::Result<String, minijinja::Error> {
             Err(minijinja::Error::new(minijinja::ErrorKind::InvalidOperation, format!("raise_exception: {message}")))
@@ -337,7 +343,7 @@ impl ChatTemplate {
     ///
     /// # Errors
     /// [`Error::ChatTemplate`] naming the file and the template's error (a
-    /// `raise_exception` included).
+    /// `raise_exception` included, and a render past [`FUEL`](Self::FUEL) steps).
     pub fn render(&self, messages: &[Message], add_generation_prompt: bool) -> Result<String> {
         let list: Vec<minijinja::Value> = messages
             .iter()

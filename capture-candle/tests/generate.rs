@@ -31,6 +31,22 @@ fn generator(max_seq: usize) -> Option<(CandleStream, Generator)> {
     Some((cs, gen))
 }
 
+/// A model made on another candle device than the stream's (each `new_cuda_with_stream`
+/// call is a new device, with its own stream) decodes on a stream the capture does not
+/// record. `Generator::new` refuses it, naming the fix, before any work.
+#[test]
+#[ignore = "needs a CUDA device"]
+fn a_model_on_another_candle_device_is_refused() {
+    let Some(dev) = gpu() else { return };
+    let other = candle_core::Device::new_cuda_with_stream(0).unwrap();
+    let model = Model::random(&Config::tiny(Family::Qwen2), DType::F32, 32, &other, 3).unwrap();
+    let mut cs = CandleStream::new(&dev).unwrap();
+    match Generator::new(&mut cs, Arc::new(model), &[1, 2]) {
+        Err(Error::OtherDevice { .. }) => {}
+        other => panic!("{other:?}"),
+    }
+}
+
 #[test]
 #[ignore = "needs a CUDA device"]
 fn padded_rows_are_inert_and_buckets_alternate_safely() {

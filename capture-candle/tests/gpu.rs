@@ -25,6 +25,42 @@ fn a_cpu_device_is_refused_with_advice() {
     assert!(e.to_string().contains("new_cuda_with_stream"), "{e}");
 }
 
+/// Each `Device::new_cuda_with_stream` call makes a device with its own stream: work on a
+/// tensor of another device (or the CPU) runs on a stream the capture does not record. Such
+/// resources are refused, naming the fix, before anything is captured, for one graph and
+/// for a family; the same step on the stream's own device is captured.
+#[test]
+#[ignore = "needs a CUDA device"]
+fn tensors_of_another_candle_device_are_refused() {
+    let Some(dev) = gpu() else { return };
+    let other = Device::new_cuda_with_stream(0).unwrap();
+    let mut cs = CandleStream::new(&dev).unwrap();
+    let double = |(x, y): &(Tensor, Tensor)| -> Result<(), Error> { Ok(y.slice_set(&(x * 2.0)?, 0, 0)?) };
+    let on = |d: &Device| (Tensor::ones(8, DType::F32, d).unwrap(), Tensor::zeros(8, DType::F32, d).unwrap());
+    let (x, _) = on(&dev);
+    let (_, y_other) = on(&other);
+    let (x_cpu, _) = on(&Device::Cpu);
+    for (what, r) in [
+        ("another CUDA device", on(&other)),
+        ("one tensor on another", (x.clone(), y_other)),
+        ("the CPU", (x_cpu, x.clone())),
+    ] {
+        let e = cs.capture_owned(r, double).unwrap_err();
+        assert!(matches!(&e, Error::OtherDevice { .. }), "{what}: {e}");
+        assert!(e.to_string().contains("new_cuda_with_stream"), "{what}: {e}");
+    }
+    let e = cs.capture_family(&[1, 2], std::sync::Arc::new(on(&other)), move |r, _| double(r)).unwrap_err();
+    assert!(matches!(&e, Error::OtherDevice { .. }), "family: {e}");
+    eager_op_works(&dev);
+    // The same step on the stream's device: captured, and its replay writes y.
+    let r = on(&dev);
+    cs.warm_up(|| double(&r).map_err(candle_core::Error::wrap)).unwrap();
+    r.1.zero_set().unwrap();
+    let (graph, _) = cs.capture_owned(r.clone(), double).unwrap();
+    graph.launch(cs.stream()).unwrap();
+    assert_eq!(r.1.to_vec1::<f32>().unwrap(), [2.0; 8]);
+}
+
 #[test]
 #[ignore = "needs a CUDA device"]
 fn the_per_thread_default_stream_is_refused_with_advice() {

@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 
 use candle_core::{DType, Device, IndexOp, Tensor, D};
-use capture_candle::decode::{RopeTable, SamplingParams};
+use capture_candle::decode::{self, KvCache, Llama3Scaling, RopeLayout, RopeTable, SamplingParams};
 use capture_candle::model::{Config, Family, Model, PrefillRounds};
 use capture_candle::{CandleStream, Error};
 use common::*;
@@ -307,6 +307,136 @@ fn bad_model_input_is_refused_before_any_work() {
         Model::random(&Config::tiny(Family::Llama), DType::F32, 0, &dev, 1),
         Err(Error::InvalidArgument { .. })
     ));
+}
+
+/// A state's setters refuse what the step cannot use: a token outside the vocabulary (on a
+/// GPU the embedding's lookup would fail a device assertion and lose the context), a position
+/// that a step could wrap to 0, a batch past the sampler's limit (before any cache is
+/// allocated); and the device still works afterwards (a step runs).
+fn bad_state_input(dev: &Device) {
+    let model = Model::random(&Config::tiny(Family::Llama), DType::F32, 8, dev, 1).unwrap();
+    let vocab = model.config().vocab_size as u32;
+    let state = model.new_state(2).unwrap();
+    match state.set_token(1, vocab) {
+        Err(Error::InvalidArgument { what: "token", .. }) => {}
+        other => panic!("a token past the vocabulary: {other:?}"),
+    }
+    assert!(matches!(state.set_token(1, u32::MAX), Err(Error::InvalidArgument { .. })));
+    for pos in [u32::MAX, 1 << 31] {
+        match state.set_row(0, pos, true) {
+            Err(Error::InvalidArgument { what: "state position", .. }) => {}
+            other => panic!("position {pos}: {other:?}"),
+        }
+    }
+    // Past the cache is allowed (a finished row is left there): its step only flags overflow.
+    state.set_row(0, 9, true).unwrap();
+    for batch in [usize::MAX, 65_536] {
+        match model.new_state(batch) {
+            Err(Error::InvalidArgument { what: "batch", .. }) => {}
+            other => panic!("batch {batch}: {other:?}"),
+        }
+    }
+    // What is accepted still runs: the last token and the cache's last position.
+    state.set_token(1, vocab - 1).unwrap();
+    state.set_row(1, 7, true).unwrap();
+    state.set_row(0, 9, true).unwrap();
+    model.step(&state).unwrap();
+    assert_eq!(state.read_pos().unwrap(), [10, 8]);
+    assert_eq!(state.read_overflow().unwrap(), [true, false]);
+}
+
+#[test]
+fn bad_state_input_is_refused() {
+    bad_state_input(&Device::Cpu);
+}
+#[test]
+#[ignore = "needs a CUDA device"]
+fn bad_state_input_is_refused_gpu() {
+    if let Some(d) = gpu() {
+        bad_state_input(&d);
+    }
+}
+
+/// Sizes no machine could hold, or that overflow the kernels' 32-bit sizes, are typed
+/// errors before anything is allocated: never a panic, an abort or a wrapped size.
+#[test]
+fn impossible_sizes_are_refused_before_any_allocation() {
+    let dev = Device::Cpu;
+    // Past the kernels' 32-bit sizes (a batch, a row of keys).
+    for (b, k, s, d) in [(1usize << 32, 1usize << 32, 1, 2), (1 << 40, 8, 1 << 20, 64), (1, 1 << 40, 1, 64)] {
+        match KvCache::new(b, k, s, d, DType::F32, &dev) {
+            Err(Error::BadOperands { .. }) => {}
+            other => panic!("{b} x {k} x {s} x {d}: {other:?}"),
+        }
+    }
+    // Within them, but 2^78 bytes in all: the byte count would wrap.
+    match KvCache::new(1 << 30, 1 << 10, 1 << 30, 64, DType::F32, &dev) {
+        Err(Error::InvalidArgument { what: "KV cache size", .. }) => {}
+        other => panic!("2^78 bytes: {other:?}"),
+    }
+    let table = RopeTable::new(2, 4, 10_000.0, None, RopeLayout::Halves, &dev).unwrap();
+    let pos = Tensor::new(&[0u32], &dev).unwrap();
+    let x = Tensor::zeros((1, 1, 2), DType::F32, &dev).unwrap();
+    assert!(matches!(decode::rope(&x, 1 << 63, &table, &pos), Err(Error::BadOperands { .. })));
+    let bad = |f: &dyn Fn(&mut Config)| {
+        let mut c = Config::tiny(Family::Llama);
+        f(&mut c);
+        c
+    };
+    let cases: [(&str, Config); 6] = [
+        ("num_hidden_layers", bad(&|c| c.num_hidden_layers = 100_000_000_000_000)),
+        (
+            "num_attention_heads",
+            bad(&|c| {
+                c.num_attention_heads = 1 << 40;
+                c.num_key_value_heads = 1 << 40;
+            }),
+        ),
+        ("intermediate_size", bad(&|c| c.intermediate_size = 1 << 62)),
+        ("hidden_size", bad(&|c| c.hidden_size = 1 << 40)),
+        ("max_position_embeddings", bad(&|c| c.max_position_embeddings = 0)),
+        (
+            "rope_scaling",
+            bad(&|c| {
+                c.rope_scaling = Some(Llama3Scaling {
+                    factor: 0.0,
+                    low_freq_factor: 1.0,
+                    high_freq_factor: 4.0,
+                    original_max_position_embeddings: 8192,
+                })
+            }),
+        ),
+    ];
+    for (field, cfg) in cases {
+        match Model::random(&cfg, DType::F32, 8, &dev, 1) {
+            Err(Error::UnsupportedConfig { field: f, .. }) => assert_eq!(f, field),
+            other => panic!("{field}: {other:?}"),
+        }
+    }
+    // Equal frequency factors would divide by zero: NaN in every scaled frequency.
+    let s = Llama3Scaling {
+        factor: 8.0,
+        low_freq_factor: 2.0,
+        high_freq_factor: 2.0,
+        original_max_position_embeddings: 8192,
+    };
+    assert!(matches!(
+        RopeTable::new(64, 16, 500_000.0, Some(&s), RopeLayout::Halves, &dev),
+        Err(Error::InvalidArgument { .. })
+    ));
+    // A fractional original_max_position_embeddings is refused, a whole float accepted.
+    let json = |v: &str| {
+        LLAMA_JSON.replace(
+            "\"original_max_position_embeddings\": 8192",
+            &format!("\"original_max_position_embeddings\": {v}"),
+        )
+    };
+    assert!(
+        matches!(Config::from_json(&json("8192.5")), Err(Error::Config(m)) if m.contains("original_max_position_embeddings"))
+    );
+    assert!(matches!(Config::from_json(&json("1e30")), Err(Error::Config(_))));
+    let c = Config::from_json(&json("8192.0")).unwrap();
+    assert_eq!(c.rope_scaling.unwrap().original_max_position_embeddings, 8192);
 }
 
 /// A sequence that reaches the end of its cache stops with the overflow flag set, and

@@ -262,6 +262,17 @@ fn chat_templates_that_fail_are_typed_errors_naming_the_file() {
     let err = text.chat_prompt(&[Message::user("hi")]).unwrap_err();
     assert!(matches!(err, Error::ChatTemplate { stage: "to render", .. }), "{err:?}");
     assert!(err.to_string().contains("chat_template.jinja"), "{err}");
+
+    // One that would run for days (10^15 loop turns) stops with an error, out of fuel.
+    let s = Scratch::new("endless");
+    s.write(
+        "chat_template.jinja",
+        "{% for a in range(100000) %}{% for b in range(100000) %}{% for c in range(100000) %}{% endfor %}{% endfor %}{% endfor %}{{ messages[0].content }}",
+    );
+    let text = s.load().unwrap();
+    let err = text.chat_prompt(&[Message::user("hi")]).unwrap_err();
+    assert!(matches!(err, Error::ChatTemplate { stage: "to render", .. }), "{err:?}");
+    assert!(err.to_string().contains("fuel"), "{err}");
 }
 
 /// How a file is broken: all of it replaced, or one field set.

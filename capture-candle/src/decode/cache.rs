@@ -23,8 +23,10 @@ impl KvCache {
     /// A zeroed cache.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] for a zero size or a dtype other than f32, f16 or bf16;
-    /// candle's error if the allocation fails.
+    /// [`Error::InvalidArgument`] for a zero size, a dtype other than f32, f16 or bf16, or
+    /// sizes whose bytes overflow this machine's addresses; [`Error::BadOperands`] for a batch
+    /// or a row of keys (`kv_heads * head_dim`) past the kernels' 2^31 limit; candle's error
+    /// if the allocation fails.
     pub fn new(
         batch: usize,
         kv_heads: usize,
@@ -47,6 +49,23 @@ impl KvCache {
         if !matches!(dtype, DType::F32 | DType::F16 | DType::BF16) {
             return Err(Error::invalid("KV cache dtype", format!("{dtype:?}"), "f32, f16 or bf16"));
         }
+        // The kernels index a row of keys (kv_heads * head_dim) and the rows in 32 bits, and
+        // the whole cache must be addressable: checked before anything is allocated.
+        for (what, v) in [("batch", batch), ("kv_heads * head_dim", kv_heads.saturating_mul(head_dim))] {
+            ops::fits_u32("KvCache::new", what, v)?;
+        }
+        let bytes = [batch, kv_heads, max_seq, head_dim, dtype.size_in_bytes()]
+            .iter()
+            .try_fold(1usize, |acc, &n| acc.checked_mul(n))
+            .filter(|&b| b <= isize::MAX as usize);
+        if bytes.is_none() {
+            return Err(Error::invalid(
+                "KV cache size",
+                format!("{batch} x {kv_heads} x {max_seq} x {head_dim} {dtype:?}"),
+                "a cache whose bytes this machine can address",
+            ));
+        }
+        ops::fits_u32("KvCache::new", "kv_heads counters", kv_heads.saturating_mul(super::gpu::COUNTER_TOKENS))?;
         let k = Tensor::zeros((batch, kv_heads, max_seq, head_dim), dtype, device)?;
         let v = Tensor::zeros((batch, kv_heads, max_seq, head_dim), dtype, device)?;
         let counters = Tensor::zeros((batch, kv_heads * super::gpu::COUNTER_TOKENS), DType::U32, device)?;
@@ -144,6 +163,8 @@ impl KvCache {
             ops::rows_u32(OP, "active", a, b, k)?;
         }
         let tokens = k.elem_count() / (b * nk * dim);
+        ops::fits_u32(OP, "tokens", tokens)?;
+        ops::fits_u32(OP, "rows * tokens", b.saturating_mul(tokens))?;
         // The table is not read for value heads: a one-row stand-in of the right dim.
         let table = Tensor::zeros((1, dim), DType::F32, k.device())?;
         for (src, cache) in [(k, &self.k), (v, &self.v)] {

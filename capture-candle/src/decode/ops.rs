@@ -81,7 +81,7 @@ fn rope_write_checks(
     float(op, "qkv", qkv)?;
     contiguous(op, "qkv", qkv)?;
     same(op, "the KV cache", cache.k(), qkv)?;
-    let width = (q_heads + 2 * nk) * dim;
+    let width = q_heads.checked_add(2 * nk).and_then(|h| h.checked_mul(dim)).unwrap_or(usize::MAX);
     let rows_total = qkv.elem_count() / width.max(1);
     if q_heads == 0 || rows_total * width != qkv.elem_count() || qkv.dims().last() != Some(&width) {
         return Err(Error::operands(
@@ -207,15 +207,22 @@ pub fn rope(x: &Tensor, heads: usize, table: &RopeTable, pos: &Tensor) -> Result
     contiguous(OP, "x", x)?;
     let dim = table.dim();
     let batch = pos.elem_count();
-    let width = heads * dim;
-    if heads == 0 || batch == 0 || !x.elem_count().is_multiple_of(width * batch) {
+    let width = heads.checked_mul(dim).filter(|&w| w <= i32::MAX as usize);
+    let row = width.and_then(|w| w.checked_mul(batch));
+    let (Some(width), Some(row)) = (width, row) else {
+        return Err(Error::operands(
+            OP,
+            format!("{heads} heads of {dim} over {batch} rows are above the kernels' 2^31 limit"),
+        ));
+    };
+    if heads == 0 || batch == 0 || !x.elem_count().is_multiple_of(row) {
         return Err(Error::operands(
             OP,
             format!("x {:?} must be [batch = {batch}, tokens, {heads} * {dim}]", x.dims()),
         ));
     }
     rows_u32(OP, "pos", pos, batch, x)?;
-    let tokens = x.elem_count() / (width * batch);
+    let tokens = x.elem_count() / row;
     fits_u32(OP, "token rows", batch * tokens)?;
     let overflow = Tensor::zeros(batch, DType::U32, x.device())?;
     let q = match on(OP, x)? {

@@ -28,6 +28,31 @@ pub struct Llama3Scaling {
     pub original_max_position_embeddings: usize,
 }
 
+impl Llama3Scaling {
+    /// What [`validate`](Self::validate) accepts, as its errors say it.
+    pub const EXPECTED: &'static str =
+        "finite factors with factor >= 1 and high_freq_factor > low_freq_factor > 0, and original_max_position_embeddings >= 1";
+
+    /// Checks the values transformers' llama3 RoPE can use: any other gives NaN or
+    /// meaningless frequencies (a zero factor, equal frequency factors).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] saying [`EXPECTED`](Self::EXPECTED).
+    pub fn validate(&self) -> Result<()> {
+        let finite = self.factor.is_finite() && self.low_freq_factor.is_finite() && self.high_freq_factor.is_finite();
+        if finite
+            && self.factor >= 1.0
+            && self.high_freq_factor > self.low_freq_factor
+            && self.low_freq_factor > 0.0
+            && self.original_max_position_embeddings > 0
+        {
+            Ok(())
+        } else {
+            Err(Error::invalid("llama3 rope scaling", format!("{self:?}"), Self::EXPECTED))
+        }
+    }
+}
+
 /// The cosines and sines of every position up to `max_seq`, on the device, in f32: the
 /// decode kernels read the row of each token's device position.
 #[derive(Clone, Debug, crate::Resources)]
@@ -70,7 +95,9 @@ impl RopeTable {
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] for an odd or zero `dim` (at most 2048), a zero `max_seq`,
-    /// or a `theta` that is not a finite number above 1; candle's error if the upload fails.
+    /// a `theta` that is not a finite number above 1, a `scaling` that
+    /// [`Llama3Scaling::validate`] refuses, or a table too large for this machine's memory;
+    /// candle's error if the upload fails.
     pub fn new(
         dim: usize,
         max_seq: usize,
@@ -88,9 +115,21 @@ impl RopeTable {
         if !theta.is_finite() || theta <= 1.0 {
             return Err(Error::invalid("rope_theta", theta, "a finite number above 1"));
         }
+        if let Some(s) = scaling {
+            s.validate()?;
+        }
         let inv = Self::inv_freq(dim, theta, scaling);
         let half = dim / 2;
-        let mut v = vec![0f32; max_seq * dim];
+        // At most 2^31 x 2048 entries: a failed allocation is an error, not an abort.
+        let mut v = Vec::new();
+        v.try_reserve_exact(max_seq * dim).map_err(|_| {
+            Error::invalid(
+                "rope table",
+                format!("{max_seq} positions x {dim}"),
+                "a table that fits this machine's memory",
+            )
+        })?;
+        v.resize(max_seq * dim, 0f32);
         for p in 0..max_seq {
             for (i, f) in inv.iter().enumerate() {
                 let a = p as f64 * f;

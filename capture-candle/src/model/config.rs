@@ -437,7 +437,15 @@ impl RopeObject {
         let required = |k: &str| f.num(k)?.ok_or_else(|| Error::Config(format!("`{}` is missing", form.key(k))));
         let original = match f.get("original_max_position_embeddings") {
             None => max_position_embeddings,
-            Some(v) => as_f64(v, form.key("original_max_position_embeddings"))? as usize,
+            Some(v) => {
+                // An integer, or a float with no fraction (8192.0): never silently truncated.
+                let key = form.key("original_max_position_embeddings");
+                let n = as_f64(v, key)?;
+                if !(n.is_finite() && n >= 0.0 && n.fract() == 0.0 && n <= i32::MAX as f64) {
+                    return Err(Error::Config(format!("`{key}` must be a whole number below 2^31, not {v}")));
+                }
+                n as usize
+            }
         };
         let s = Llama3Scaling {
             factor: required("factor")?,
@@ -445,12 +453,8 @@ impl RopeObject {
             high_freq_factor: required("high_freq_factor")?,
             original_max_position_embeddings: original,
         };
-        if !(s.factor >= 1.0 && s.high_freq_factor > s.low_freq_factor && s.low_freq_factor > 0.0 && original > 0) {
-            return Err(unsupported(
-                form.name(),
-                format!("{s:?}"),
-                "factor >= 1, high_freq_factor > low_freq_factor > 0 and original_max_position_embeddings >= 1",
-            ));
+        if s.validate().is_err() {
+            return Err(unsupported(form.name(), format!("{s:?}"), Llama3Scaling::EXPECTED));
         }
         Ok(RopeObject { form, theta, scaling: Some(s) })
     }
@@ -715,7 +719,77 @@ impl Config {
         if self.vocab_size > 1 << 30 {
             return Err(unsupported("vocab_size", self.vocab_size, "below 2^30"));
         }
+        if self.num_hidden_layers > Self::MAX_LAYERS {
+            return Err(unsupported("num_hidden_layers", self.num_hidden_layers, "at most 4,096"));
+        }
+        if self.max_position_embeddings == 0 || self.max_position_embeddings > i32::MAX as usize {
+            return Err(unsupported("max_position_embeddings", self.max_position_embeddings, "from 1 to 2^31 - 1"));
+        }
+        if let Some(s) = &self.rope_scaling {
+            if s.validate().is_err() {
+                return Err(unsupported("rope_scaling", format!("{s:?}"), Llama3Scaling::EXPECTED));
+            }
+        }
+        // Every product's width within the kernels' 32-bit sizes, and the weights within
+        // what a machine can address: checked before anything is allocated.
+        let limit = i32::MAX as usize;
+        let nq_d = self.num_attention_heads.checked_mul(self.head_dim);
+        let qkv = self.num_key_value_heads.checked_mul(2).and_then(|k| k.checked_mul(self.head_dim)).zip(nq_d);
+        for (field, width) in [
+            ("hidden_size", Some(self.hidden_size)),
+            ("intermediate_size", self.intermediate_size.checked_mul(2)),
+            ("num_attention_heads", nq_d),
+            ("num_key_value_heads", qkv.and_then(|(kv, q)| kv.checked_add(q))),
+        ] {
+            match width {
+                Some(w) if w <= limit => {}
+                _ => {
+                    return Err(unsupported(
+                        field,
+                        self.field_value(field),
+                        "sizes whose projections are below 2^31 wide",
+                    ))
+                }
+            }
+        }
+        if self.parameters().is_none_or(|p| p > isize::MAX as usize / 4) {
+            return Err(unsupported(
+                "hidden_size",
+                self.hidden_size,
+                "a model whose weights this machine can address (the parameter count overflows)",
+            ));
+        }
         Ok(())
+    }
+
+    /// The most decoder layers [`validate`](Self::validate) accepts.
+    pub const MAX_LAYERS: usize = 4096;
+
+    /// The value of one of the size fields, for a message.
+    fn field_value(&self, field: &str) -> usize {
+        match field {
+            "hidden_size" => self.hidden_size,
+            "intermediate_size" => self.intermediate_size,
+            "num_attention_heads" => self.num_attention_heads,
+            _ => self.num_key_value_heads,
+        }
+    }
+
+    /// The weights' element count (embedding, LM head unless tied, layers, norm), or `None`
+    /// where it overflows.
+    fn parameters(&self) -> Option<usize> {
+        let h = self.hidden_size;
+        let d = self.head_dim;
+        let qkv = self.num_attention_heads.checked_add(self.num_key_value_heads.checked_mul(2)?)?.checked_mul(d)?;
+        let o = self.num_attention_heads.checked_mul(d)?;
+        let layer = qkv
+            .checked_add(o)?
+            .checked_add(self.intermediate_size.checked_mul(3)?)?
+            .checked_mul(h)?
+            .checked_add(h.checked_mul(2)?)?
+            .checked_add(qkv)?;
+        let embed = self.vocab_size.checked_mul(h)?.checked_mul(if self.tie_word_embeddings { 1 } else { 2 })?;
+        layer.checked_mul(self.num_hidden_layers)?.checked_add(embed)?.checked_add(h)
     }
 
     /// Llama-3.2-1B's config (hidden 2048, 16 layers, 32/8 heads, vocabulary 128,256, tied

@@ -387,7 +387,10 @@ impl Model {
     /// inactive.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] for a zero batch; candle's error if allocation fails.
+    /// [`Error::InvalidArgument`] for a zero batch or one past [`Sampler::MAX_BATCH`]
+    /// (checked before anything is allocated); candle's error if allocation fails.
+    ///
+    /// [`Sampler::MAX_BATCH`]: crate::decode::Sampler::MAX_BATCH
     pub fn new_state(&self, batch: usize) -> Result<DecodeState> {
         DecodeState::new(self, batch)
     }

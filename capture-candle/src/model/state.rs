@@ -33,8 +33,9 @@ pub struct DecodeState {
 
 impl DecodeState {
     pub(crate) fn new(model: &Model, batch: usize) -> Result<Self> {
-        if batch == 0 {
-            return Err(Error::invalid("batch", 0, "at least 1"));
+        // The sampler's limit, checked before any cache is allocated.
+        if batch == 0 || batch > Sampler::MAX_BATCH {
+            return Err(Error::invalid("batch", batch, format!("from 1 to {}", Sampler::MAX_BATCH)));
         }
         let cfg = model.config();
         let dev = model.device();
@@ -140,13 +141,19 @@ impl DecodeState {
     }
 
     /// Sets row `row`'s position and activity and clears its overflow flag (an eager
-    /// upload, between steps).
+    /// upload, between steps). A row at or past [`max_seq`](Self::max_seq) has no room left:
+    /// its steps only set its overflow flag.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] for a row outside the batch.
+    /// [`Error::InvalidArgument`] for a row outside the batch or a position of 2^31 or more
+    /// (each step advances a position by one: near `u32::MAX` it would wrap to 0, and the
+    /// row would write its cache again from the start).
     pub fn set_row(&self, row: usize, pos: u32, active: bool) -> Result<()> {
         if row >= self.batch {
             return Err(Error::invalid("state row", row, format!("below the batch, {}", self.batch)));
+        }
+        if pos > i32::MAX as u32 {
+            return Err(Error::invalid("state position", pos, "below 2^31"));
         }
         let dev = self.pos.device();
         self.pos.slice_set(&Tensor::new(&[pos], dev)?, 0, row)?;
@@ -182,18 +189,31 @@ impl DecodeState {
                 format!("one for each of the {} rows", self.batch),
             ));
         }
+        self.check_tokens(tokens)?;
         self.tokens.slice_set(&Tensor::new(tokens, self.tokens.device())?, 0, 0)?;
         Ok(())
+    }
+
+    /// Every token below the vocabulary (the logits' width).
+    fn check_tokens(&self, tokens: &[u32]) -> Result<()> {
+        let vocab = self.logits.dim(1)?;
+        match tokens.iter().find(|&&t| t as usize >= vocab) {
+            Some(&t) => Err(Error::invalid("token", t, format!("below the vocabulary size, {vocab}"))),
+            None => Ok(()),
+        }
     }
 
     /// Sets row `row`'s input token (an eager upload).
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] for a row outside the batch.
+    /// [`Error::InvalidArgument`] for a row outside the batch or a token outside the
+    /// vocabulary (on a GPU the embedding's lookup would otherwise fail a device assertion,
+    /// which loses the CUDA context).
     pub fn set_token(&self, row: usize, token: u32) -> Result<()> {
         if row >= self.batch {
             return Err(Error::invalid("state row", row, format!("below the batch, {}", self.batch)));
         }
+        self.check_tokens(&[token])?;
         self.tokens.slice_set(&Tensor::new(&[token], self.tokens.device())?, 0, row)?;
         Ok(())
     }
