@@ -2977,31 +2977,25 @@ __device__ void sample_pick(const typename E::T* logits, u32 V, u32 parts, u32 c
 #pragma unroll
                     for (u32 j = 0; j < 8; ++j)
                         if (c * 8 + j < V && sp_bin(v[j], xmax, inv_t) == bs) inm |= 1u << j;
-                    // One ballot a word when no lane of the warp has a key in the bin; else
-                    // one shared atomic a word: the warp's keys take consecutive slots, lane
-                    // by lane (the active lanes are a prefix: the loop's bound falls in lane
-                    // order).
+                    // One ballot a word when no lane of the warp has a key in the bin (most
+                    // words); else one shared atomic a logit position: the lanes in the bin
+                    // take consecutive slots.
                     const unsigned act = __activemask();
-                    const u32 n = __popc(inm);
-                    if (!__ballot_sync(act, n != 0)) continue;
-                    const u32 lane = tid % 32, last = 31 - __clz(act);
-                    u32 inc = n;
-#pragma unroll
-                    for (int o = 1; o < 32; o <<= 1) {
-                        const u32 up = __shfl_up_sync(act, inc, o);
-                        if ((int)lane >= o) inc += up;
-                    }
-                    u32 base = 0;
-                    if (lane == last) base = atomicAdd(&scount, inc);
-                    u32 at = __shfl_sync(act, base, last) + inc - n;
+                    if (!__ballot_sync(act, inm != 0)) continue;
 #pragma unroll
                     for (u32 j = 0; j < 8; ++j) {
-                        if ((inm >> j) & 1u) {
-                            if (at < CAP) {
+                        const bool in = (inm >> j) & 1u;
+                        const unsigned m = __ballot_sync(act, in);
+                        if (m) {
+                            const u32 lane = tid % 32, leader = __ffs(m) - 1;
+                            u32 base = 0;
+                            if (lane == leader) base = atomicAdd(&scount, (u32)__popc(m));
+                            base = __shfl_sync(act, base, leader);
+                            const u32 at = base + __popc(m & ((1u << lane) - 1u));
+                            if (in && at < CAP) {
                                 keys[at] = key_of(v[j]);
                                 kpart[at] = (unsigned char)((c * 8 + j) / chunk);
                             }
-                            ++at;
                         }
                     }
                 }
