@@ -735,21 +735,14 @@ impl Config {
         let limit = i32::MAX as usize;
         let nq_d = self.num_attention_heads.checked_mul(self.head_dim);
         let qkv = self.num_key_value_heads.checked_mul(2).and_then(|k| k.checked_mul(self.head_dim)).zip(nq_d);
-        for (field, width) in [
-            ("hidden_size", Some(self.hidden_size)),
-            ("intermediate_size", self.intermediate_size.checked_mul(2)),
-            ("num_attention_heads", nq_d),
-            ("num_key_value_heads", qkv.and_then(|(kv, q)| kv.checked_add(q))),
+        for (field, value, width) in [
+            ("hidden_size", self.hidden_size, Some(self.hidden_size)),
+            ("intermediate_size", self.intermediate_size, self.intermediate_size.checked_mul(2)),
+            ("num_attention_heads", self.num_attention_heads, nq_d),
+            ("num_key_value_heads", self.num_key_value_heads, qkv.and_then(|(kv, q)| kv.checked_add(q))),
         ] {
-            match width {
-                Some(w) if w <= limit => {}
-                _ => {
-                    return Err(unsupported(
-                        field,
-                        self.field_value(field),
-                        "sizes whose projections are below 2^31 wide",
-                    ))
-                }
+            if width.is_none_or(|w| w > limit) {
+                return Err(unsupported(field, value, "sizes whose projections are below 2^31 wide"));
             }
         }
         if self.parameters().is_none_or(|p| p > isize::MAX as usize / 4) {
@@ -764,16 +757,6 @@ impl Config {
 
     /// The most decoder layers [`validate`](Self::validate) accepts.
     pub const MAX_LAYERS: usize = 4096;
-
-    /// The value of one of the size fields, for a message.
-    fn field_value(&self, field: &str) -> usize {
-        match field {
-            "hidden_size" => self.hidden_size,
-            "intermediate_size" => self.intermediate_size,
-            "num_attention_heads" => self.num_attention_heads,
-            _ => self.num_key_value_heads,
-        }
-    }
 
     /// The weights' element count (embedding, LM head unless tied, layers, norm), or `None`
     /// where it overflows.
