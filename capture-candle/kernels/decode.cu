@@ -2325,7 +2325,7 @@ __device__ void sample(const typename E::T* logits, u32 V, const float* params, 
 // Sampling across many blocks a row (issue #32): the draw of `sample_scan`, bit for bit,
 // without one multiprocessor scanning the whole vocabulary several times.
 //
-// The row is cut into P parts of `chunk` logits (a multiple of 8). Three kernels:
+// The row is cut into P parts of `chunk` logits (a multiple of 8). Four kernels:
 //   sample_max   (grid P x B, only when the LM head gave no packed argmax): each part's
 //                largest key and first index, atomicMax'ed into the row's scratch slot.
 //   sample_part  (grid P x B): each part's candidates, at most SP_C of its largest logits,
@@ -2333,11 +2333,13 @@ __device__ void sample(const typename E::T* logits, u32 V, const float* params, 
 //                candidate. When no top-k applies, the part's exact fixed-point weight sum
 //                instead, and with top-p its weights by bin (sp_bin) into the row's histogram,
 //                and the part's own running weight by bin into the scratch.
+//   sample_gather (grid P x B, top-p alone only): each part's keys in top-p's bin of the
+//                histogram, listed in the row's scratch.
 //   sample_pick  (grid B): one block a row merges the candidates, finds the top-k and top-p
 //                thresholds among them and draws. With neither filter it draws from the
 //                parts' sums and scans only the part that holds the draw. With top-p alone it
 //                finds the bin where the kept weight reaches top-p's share from the histogram,
-//                the threshold among that bin's keys (gathered from one pass over the row),
+//                the threshold among that bin's keys (sample_gather's list),
 //                then each part's kept weight (its running weight before that bin, plus its
 //                gathered keys at or above the threshold), and scans only the part that holds
 //                the draw.
@@ -2357,7 +2359,10 @@ __device__ void sample(const typename E::T* logits, u32 V, const float* params, 
 // ([SP_PARTS][SP_C] each), top-p alone's histogram (u64 [SP_BINS], the parts' weights by
 // sp_bin), and each part's running weight by bin (u64 [SP_PARTS][SP_BINS]: entry b is the
 // part's weight in bins before b; written whole by every top-p-alone step that uses it).
-// sample_pick sets the argmax slot and the histogram back to 0.
+// Last, top-p alone's gather (u32 [2]): how many keys sample_gather found in the threshold bin
+// (their keys in the candidate keys' words and their parts in the indices', which a top-p-alone
+// row does not use otherwise), and that bin + 1 (0: no gather ran).
+// sample_pick sets the argmax slot, the histogram and the gather's two words back to 0.
 #define SP_PARTS 128  // sample_pick's scan of the parts' sums takes 4 a lane
 #define SP_C 64
 #define SP_LB 32  // sample_part's first try: candidates from the 32nd largest of its threads' maxima
@@ -2372,7 +2377,8 @@ __device__ void sample(const typename E::T* logits, u32 V, const float* params, 
 #define SP_IDX (SP_KEYS + SP_PARTS * SP_C)
 #define SP_HIST (SP_IDX + SP_PARTS * SP_C)
 #define SP_PHIST (SP_HIST + 2 * SP_BINS)
-#define SP_WORDS (SP_PHIST + 2 * SP_PARTS * SP_BINS)
+#define SP_GATHER (SP_PHIST + 2 * SP_PARTS * SP_BINS)
+#define SP_WORDS (SP_GATHER + 2)
 
 // Top-p alone's bin of a logit: its distance below the row's maximum over the temperature,
 // (xmax - v) / t, in steps of 1/15 (bins 0-254 cover [0, 17)); bin 255 holds the rest, whose
@@ -2416,6 +2422,41 @@ static __device__ __forceinline__ u64 block_sum(u64 v, u64* sm) {
     u64 t;
     block_scan(v, sm, t);
     return t;
+}
+
+// Top-p alone's bin, found alike by sample_gather and sample_pick: the row's total weight
+// (the parts' sums, returned), then the first bin of the row's histogram (sample_part's, bins
+// from the largest logits down) where the running weight reaches top_p's share of the total.
+// `sbin` gets that bin (SP_BINS: none) and `srest` what the bin's keys at or above the
+// threshold must weigh. `ok` is false when the row takes the whole-row scan instead: parts too
+// long for a histogram, no such bin, or bins that do not sum to the parts' sums. `clear` sets
+// the histogram back to 0 (sample_pick, for the next step). Every thread of the block calls
+// it; blockDim.x is at least SP_BINS. Sums of integers: the same in any block shape.
+static __device__ u64 sp_top_p_bin(u32* s, u32 parts, u32 chunk, float top_p, bool clear, u64* red, u32& sbin,
+                                   u64& srest, bool& ok) {
+    const u32 tid = threadIdx.x, nt = blockDim.x;
+    const unsigned long long* sums = reinterpret_cast<const unsigned long long*>(s + SP_SUMS);
+    unsigned long long* gh = reinterpret_cast<unsigned long long*>(s + SP_HIST);
+    if (tid == 0) sbin = SP_BINS;  // (block_sum's barriers order this before the bin's write)
+    u64 t = 0;
+    for (u32 q = tid; q < parts; q += nt) t += sums[q];
+    const u64 total = block_sum(t, red);
+    u64 hv = 0;
+    if (tid < SP_BINS) {
+        hv = gh[tid];
+        if (clear) gh[tid] = 0;
+    }
+    u64 bins_total;
+    const u64 inc = block_scan(hv, red, bins_total);  // running weight from bin 0
+    u64 target = (u64)ceil((double)top_p * (double)total);
+    if (target < 1) target = 1;
+    if (total > 0 && tid < SP_BINS && hv > 0 && inc >= target && inc - hv < target) {
+        sbin = tid;
+        srest = target - (inc - hv);
+    }
+    __syncthreads();
+    ok = chunk <= SP_RUN && sbin != SP_BINS && bins_total == total;
+    return total;
 }
 
 // From the top of a 256-bin histogram (bin b holds lo[b] + hi[b] * 2^16; hi may be null):
@@ -2816,6 +2857,71 @@ static __device__ __forceinline__ void draw_in_order(u32 units, double u, u64* r
     }
 }
 
+// Top-p alone's gather (grid P x B, after sample_part): each block finds the row's top-p bin
+// from the histogram (sp_top_p_bin, as sample_pick will) and appends its part's keys in that
+// bin, with the part, to the row's list in scratch: one atomic a block on the row's count,
+// the block's keys in index order from there. Done by one block a row inside sample_pick, the
+// gather was most of top-p alone's draw (one multiprocessor over the whole row: 54,500 of its
+// cycles at batch 1, run 231). The keys land in an order that depends on which block comes
+// first; the selection and the parts' integer sums that read them do not depend on it.
+template <typename E>
+__device__ void sample_gather(const typename E::T* logits, u32 V, u32 chunk, const float* params,
+                              const u32* active, const unsigned long long* amax, u32* scratch) {
+    const u32 p = blockIdx.x, b = blockIdx.y, tid = threadIdx.x, nt = blockDim.x, parts = gridDim.x;
+    if (active && active[b] == 0) return;
+    u32* s = scratch + (u64)b * SP_WORDS;
+    const unsigned long long pre = amax ? amax[b] : *reinterpret_cast<const unsigned long long*>(s);
+    const float temp = params[b * 3 + 0], top_p = params[b * 3 + 1];
+    const u32 top_k0 = (u32)params[b * 3 + 2];
+    // sample_pick's branches: only a row it draws by top-p alone is gathered.
+    if (!(temp > 0.f) || top_k0 == 1 || pre == 0) return;
+    const float xmax = float_of_key((u32)(pre >> 32));
+    if (!(xmax > -INFINITY)) return;
+    const bool top_k = top_k0 > 0 && top_k0 < V, top_p_on = top_p < 1.f && top_p > 0.f;
+    if (top_k || !top_p_on) return;
+    const float inv_t = 1.f / temp;
+    __shared__ u64 red[33];
+    __shared__ u32 sbin, sbase;
+    __shared__ u64 srest;
+    bool ok;
+    const u64 total = sp_top_p_bin(s, parts, chunk, top_p, false, red, sbin, srest, ok);
+    if (total == 0 || !ok) return;
+    const u32 bs = sbin;
+    if (p == 0 && tid == 0) s[SP_GATHER + 1] = bs + 1;  // the bin gathered, for sample_pick to check
+    const typename E::T* x = logits + (u64)b * V;
+    const bool vec = V % 8 == 0 && ((unsigned long long)x & 15) == 0;
+    const u32 lo = p * chunk, hi = min(lo + chunk, V);
+    // Two passes over the part (the second from cache): the thread's count, then its keys.
+    u32 mine = 0;
+    for (u32 i0 = lo + tid * 8; i0 < hi; i0 += nt * 8) {
+        float v[8];
+        load8<E>(x, V, i0, vec, v);
+#pragma unroll
+        for (u32 j = 0; j < 8; ++j) mine += i0 + j < hi && sp_bin(v[j], xmax, inv_t) == bs;
+    }
+    u64 tot;
+    const u64 excl = block_scan(mine, red, tot) - mine;
+    if (tot == 0) return;
+    if (tid == 0) sbase = atomicAdd(s + SP_GATHER, (u32)tot);
+    __syncthreads();
+    if (mine == 0) return;
+    constexpr u32 CAP = SP_PARTS * SP_C;  // a longer list: sample_pick takes the whole-row scan
+    u32 at = sbase + (u32)excl;
+    for (u32 i0 = lo + tid * 8; i0 < hi && at < CAP; i0 += nt * 8) {
+        float v[8];
+        load8<E>(x, V, i0, vec, v);
+#pragma unroll
+        for (u32 j = 0; j < 8; ++j)
+            if (i0 + j < hi && sp_bin(v[j], xmax, inv_t) == bs) {
+                if (at < CAP) {
+                    s[SP_KEYS + at] = key_of(v[j]);
+                    s[SP_IDX + at] = p;
+                }
+                ++at;
+            }
+    }
+}
+
 template <typename E>
 __device__ void sample_pick(const typename E::T* logits, u32 V, u32 parts, u32 chunk, const float* params,
                             u32* rng, u32* tokens, u32* pos, const u32* active, u32 advance,
@@ -2824,8 +2930,12 @@ __device__ void sample_pick(const typename E::T* logits, u32 V, u32 parts, u32 c
     u32* s = scratch + (u64)b * SP_WORDS;
     unsigned long long* slot = amax ? amax + b : reinterpret_cast<unsigned long long*>(s);
     const unsigned long long pre = *slot;
+    const u32 gcount = s[SP_GATHER], gbin = s[SP_GATHER + 1];  // top-p alone's gather
     __syncthreads();
-    if (tid == 0) *slot = 0;  // for the next step's argmax, whether or not the row is active
+    if (tid == 0) {
+        *slot = 0;  // for the next step's argmax, whether or not the row is active
+        s[SP_GATHER] = s[SP_GATHER + 1] = 0;
+    }
     if (active && active[b] == 0) return;
     const float temp = params[b * 3 + 0], top_p = params[b * 3 + 1];
     const u32 top_k0 = (u32)params[b * 3 + 2];
@@ -2930,7 +3040,7 @@ __device__ void sample_pick(const typename E::T* logits, u32 V, u32 parts, u32 c
             // largest logits down, so the first bin where the running weight reaches the
             // target holds the threshold, every key of the bins before it is kept, and no key
             // of the bins after it is. The threshold is then selected among that bin's keys,
-            // gathered in one pass over the row (with each key's part). A part's kept weight
+            // which sample_gather listed, each with its part. A part's kept weight
             // is its weight in the bins before (sample_part's running weights) plus its
             // gathered keys at or above the threshold; the draw then scans the part that
             // holds it, as with no filter: sample_scan's token. A bin of more keys than fit in
@@ -2938,69 +3048,25 @@ __device__ void sample_pick(const typename E::T* logits, u32 V, u32 parts, u32 c
             constexpr u32 CAP = SP_PARTS * SP_C;
             __shared__ u32 scount;
             __shared__ unsigned char kpart[CAP];  // the part of each gathered key
-            unsigned long long* gh = reinterpret_cast<unsigned long long*>(s + SP_HIST);
-            const bool vec = V % 8 == 0 && ((unsigned long long)x & 15) == 0;
-            if (tid == 0) {
-                scount = 0;
-                sbin = SP_BINS;  // no bin yet
-            }
-            u64 t = 0;
-            for (u32 q = tid; q < parts; q += nt) t += sums[q];
-            const u64 total = block_sum(t, red);
-            u64 hv = 0;
-            if (tid < SP_BINS) {
-                hv = gh[tid];
-                gh[tid] = 0;  // for the next step
-            }
-            u64 bins_total;
-            const u64 inc = block_scan(hv, red, bins_total);  // running weight from bin 0
-            u64 target = (u64)ceil((double)top_p * (double)total);
-            if (target < 1) target = 1;
-            if (total > 0 && tid < SP_BINS && hv > 0 && inc >= target && inc - hv < target) {
-                sbin = tid;
-                srest = target - (inc - hv);  // what the bin's keys at or above the threshold weigh
-            }
-            __syncthreads();
+            bool ok;
+            const u64 total = sp_top_p_bin(s, parts, chunk, top_p, true, red, sbin, srest, ok);
             // The bins' sum is the parts' sums, the same weights of the same logits, so some
-            // bin reaches the target. Parts too long for a histogram (sample_part), or one
-            // that disagrees (no bin found, a sum other than the parts'), fall back to the
-            // whole-row scan.
-            if (total > 0 && (chunk > SP_RUN || sbin == SP_BINS || bins_total != total)) {
+            // bin reaches the target. Parts too long for a histogram (sample_part), one that
+            // disagrees (no bin found, a sum other than the parts'), or a gather of another
+            // bin fall back to the whole-row scan.
+            if (total > 0 && (!ok || gbin != sbin + 1)) {
                 if (tid == 0) sfall = 1;
             } else if (total > 0) {
                 const u32 bs = sbin;
                 const u64 need = srest;
-                for (u32 c = tid; c * 8 < V; c += nt) {
-                    float v[8];
-                    load8<E>(x, V, c * 8, vec, v);
-                    u32 inm = 0;
-#pragma unroll
-                    for (u32 j = 0; j < 8; ++j)
-                        if (c * 8 + j < V && sp_bin(v[j], xmax, inv_t) == bs) inm |= 1u << j;
-                    // One ballot a word when no lane of the warp has a key in the bin (most
-                    // words); else one shared atomic a logit position: the lanes in the bin
-                    // take consecutive slots.
-                    const unsigned act = __activemask();
-                    if (!__ballot_sync(act, inm != 0)) continue;
-#pragma unroll
-                    for (u32 j = 0; j < 8; ++j) {
-                        const bool in = (inm >> j) & 1u;
-                        const unsigned m = __ballot_sync(act, in);
-                        if (m) {
-                            const u32 lane = tid % 32, leader = __ffs(m) - 1;
-                            u32 base = 0;
-                            if (lane == leader) base = atomicAdd(&scount, (u32)__popc(m));
-                            base = __shfl_sync(act, base, leader);
-                            const u32 at = base + __popc(m & ((1u << lane) - 1u));
-                            if (in && at < CAP) {
-                                keys[at] = key_of(v[j]);
-                                kpart[at] = (unsigned char)((c * 8 + j) / chunk);
-                            }
-                        }
+                // The bin's keys, from sample_gather (more than CAP: the whole-row scan).
+                const u32 cnt = gcount;
+                if (cnt <= CAP)
+                    for (u32 i = tid; i < cnt; i += nt) {
+                        keys[i] = s[SP_KEYS + i];
+                        kpart[i] = (unsigned char)s[SP_IDX + i];
                     }
-                }
                 __syncthreads();
-                const u32 cnt = scount;
                 bool found = false;
                 if (cnt <= CAP) {
                     const u32 k = select_keys(keys, cnt, need, true, 1, xmax, inv_t, hlo, hhi, sbin, srest, sexact,
@@ -3249,6 +3315,11 @@ __device__ void sample_pick(const typename E::T* logits, u32 V, u32 parts, u32 c
         const E::T* logits, u32 V, u32 chunk, const float* params, const u32* active,                     \
         const unsigned long long* amax, u32* scratch) {                                                   \
         sample_part<E>(logits, V, chunk, params, active, amax, scratch);                                  \
+    }                                                                                                     \
+    extern "C" __global__ void __launch_bounds__(SP_PART_THREADS) sample_gather_##SUF(                   \
+        const E::T* logits, u32 V, u32 chunk, const float* params, const u32* active,                     \
+        const unsigned long long* amax, u32* scratch) {                                                   \
+        sample_gather<E>(logits, V, chunk, params, active, amax, scratch);                                \
     }                                                                                                     \
     extern "C" __global__ void __launch_bounds__(SP_PICK_THREADS) sample_pick_##SUF(                     \
         const E::T* logits, u32 V, u32 parts, u32 chunk, const float* params, u32* rng, u32* tokens,      \

@@ -849,7 +849,10 @@ const SP_BINS: usize = 256;
 /// `SP_PART_THREADS` in kernels/decode.cu: `sample_max`'s and `sample_part`'s threads a block
 /// (`sample_part` takes one bin of top-p alone's histogram a thread).
 const SP_PART_THREADS: u32 = 256;
-pub(crate) const SP_WORDS: usize = SP_HIST + 2 * SP_BINS + 2 * SP_PARTS * SP_BINS;
+pub(crate) const SP_WORDS: usize = SP_GATHER + 2;
+/// Where top-p alone's gather (its count of keys and bin) starts in a row of scratch
+/// (`SP_GATHER` in kernels/decode.cu).
+const SP_GATHER: usize = SP_HIST + 2 * SP_BINS + 2 * SP_PARTS * SP_BINS;
 /// Where top-p alone's histogram starts in a row of scratch (`SP_HIST` in kernels/decode.cu).
 const SP_HIST: usize = 2 + 2 * SP_PARTS + 2 * SP_PARTS + 2 * SP_PARTS * SP_C;
 
@@ -860,7 +863,8 @@ fn sample_parts(vocab: usize) -> (usize, usize) {
 }
 
 /// Sampling across many blocks a row: the argmax when the LM head gave none, each part's
-/// candidates and weight sums, then one block a row draws (`sample_scan`'s draw, bit for
+/// candidates and weight sums, top-p alone's keys in its threshold bin, then one block a row
+/// draws (`sample_scan`'s draw, bit for
 /// bit). `scratch` is u32 `[rows, SP_WORDS]`, zeroed when allocated.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn sample(
@@ -897,6 +901,9 @@ pub(crate) fn sample(
         addr(Some(scratch))?,
     ];
     go(&dev, "sample_part", logits.dtype(), grid, &args)?;
+    // Top-p alone's keys in its threshold bin, listed by every part (rows that draw otherwise
+    // return at once: the rows' modes are device data, so the node is always there).
+    go(&dev, "sample_gather", logits.dtype(), grid, &args)?;
     let cfg = LaunchConfig { grid_dim: (rows as u32, 1, 1), block_dim: (1024, 1, 1), shared_mem_bytes: 0 };
     let args = [
         addr(Some(logits))?,
@@ -1025,16 +1032,18 @@ mod tests {
         }
         assert!(src.contains("#define SP_PHIST (SP_HIST + 2 * SP_BINS)"), "decode.cu's row of scratch changed");
         assert!(
-            src.contains("#define SP_WORDS (SP_PHIST + 2 * SP_PARTS * SP_BINS)"),
+            src.contains("#define SP_GATHER (SP_PHIST + 2 * SP_PARTS * SP_BINS)"),
             "decode.cu's row of scratch changed"
         );
+        assert!(src.contains("#define SP_WORDS (SP_GATHER + 2)"), "decode.cu's row of scratch changed");
     }
 
     /// The multi-block draw leaves its row of scratch as the next step expects: the argmax
-    /// slot and top-p alone's histogram zero after every step, whatever each row drew with
+    /// slot, top-p alone's histogram and its gather's count and bin zero after every step, whatever each row drew with
     /// (top-p alone, top-k/top-p, neither, greedy, a row sitting out). A histogram left
     /// behind would not change a token (the draw checks its total against the parts' sums
-    /// and falls back to the whole-row scan) but would cost every later step that scan.
+    /// and falls back to the whole-row scan) but would cost every later step that scan; a
+    /// gather's count left behind would misplace the next step's list of keys.
     #[test]
     #[ignore = "needs a CUDA device"]
     fn sampling_leaves_its_scratch_cleared_gpu() {
@@ -1061,6 +1070,7 @@ mod tests {
                 assert_eq!(&w[..2], &[0, 0], "step {step} row {r}: the argmax slot was not cleared");
                 let left = w[hist.clone()].iter().filter(|&&x| x != 0).count();
                 assert_eq!(left, 0, "step {step} row {r}: {left} words of the histogram left");
+                assert_eq!(&w[SP_GATHER..], &[0, 0], "step {step} row {r}: top-p alone's gather was not cleared");
             }
         }
         let state = rng.to_vec2::<u32>().unwrap();

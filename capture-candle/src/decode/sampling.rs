@@ -161,8 +161,8 @@ impl Sampler {
 
     /// Draws one token per row of `logits` (`[batch, vocab]`) into `tokens` (u32 `[batch]`,
     /// the next step's input), advances `pos` (u32 `[batch]`) by `advance` and each drawing
-    /// row's generator. Rows whose `active` is 0 change nothing. On CUDA, three kernels: the
-    /// row's argmax, each part's candidates, the draw.
+    /// row's generator. Rows whose `active` is 0 change nothing. On CUDA, four kernels: the
+    /// row's argmax, each part's candidates, top-p alone's keys in its threshold bin, the draw.
     ///
     /// # Errors
     /// [`Error::BadOperands`] for shapes or dtypes that do not fit.
