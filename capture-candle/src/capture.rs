@@ -5,7 +5,7 @@ use std::ops::{Deref, DerefMut};
 use std::sync::Arc;
 
 use capture_core::diff::GraphSnapshot;
-use capture_core::{CaptureGuard, CaptureReport, Capturing, Context, Graph, Stream};
+use capture_core::{CaptureGuard, CaptureReport, Capturing, Context, Graph, NodeCounts, Stream};
 use cudarc::driver::CudaStream;
 
 use crate::error::{Error, Result};
@@ -53,7 +53,7 @@ impl<'s, 'a> CandleCapture<'s, 'a> {
     /// # Errors
     /// [`Error::UnfreedGraphMemory`] when a tensor created during the capture is still
     /// alive (its memory would stay allocated after the graph runs, and the next replay
-    /// would fail); every error of
+    /// would fail); [`Error::EmptyStep`] when the graph does no work; every error of
     /// [`CaptureGuard::finish_with_snapshot`](capture_core::CaptureGuard::finish_with_snapshot).
     pub(crate) fn finish_described(self) -> Result<(Graph<'a>, GraphSnapshot, CaptureReport)> {
         let (graph, snapshot, report, unfreed) = self.end()?;
@@ -75,16 +75,31 @@ impl<'s, 'a> CandleCapture<'s, 'a> {
 
     /// What both endings share: the graph, described, with candle's cache turned off, and
     /// run once if it left graph memory allocated (how many allocations it left).
+    /// [`Error::EmptyStep`] for a graph that does no work.
     fn end(self) -> Result<(Graph<'a>, GraphSnapshot, CaptureReport, usize)> {
         let Self { guard, _cache, ctx, cudarc } = self;
-        let (graph, snapshot, report) = guard.finish_with_snapshot()?;
+        let (graph, snapshot, report) = guard.finish_with_snapshot().map_err(|e| match e {
+            // capture-core's words for a graph of no node; candle's likely cause is named.
+            capture_core::Error::EmptyCapture => Error::EmptyStep { nodes: 0 },
+            e => Error::Capture(e),
+        })?;
         drop(_cache);
         let unfreed = report.nodes.mem_alloc.saturating_sub(report.nodes.mem_free);
         if unfreed > 0 {
             run_once(&ctx, cudarc, &graph)?;
         }
+        if !does_work(&report.nodes) {
+            return Err(Error::EmptyStep { nodes: report.nodes.total });
+        }
         Ok((graph, snapshot, report, unfreed))
     }
+}
+
+/// Whether a graph of these nodes does any work: a kernel, copy, memset, host function or
+/// conditional. Allocation and free nodes, empty nodes and event records alone change no
+/// memory a step's results could be in.
+fn does_work(n: &NodeCounts) -> bool {
+    n.kernels + n.memcpy + n.memset + n.host + n.conditional > 0
 }
 
 /// Launches `graph` once on candle's stream and waits for it: graph memory exists only once
@@ -108,5 +123,30 @@ impl<'a> Deref for CandleCapture<'_, 'a> {
 impl<'a> DerefMut for CandleCapture<'_, 'a> {
     fn deref_mut(&mut self) -> &mut Stream<Capturing<'a>> {
         &mut self.guard
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Only graphs of memory, empty and event nodes are refused as doing nothing; one node
+    /// of any working kind is work.
+    #[test]
+    fn a_graph_of_memory_and_event_nodes_does_no_work() {
+        let idle = NodeCounts { total: 5, mem_alloc: 2, mem_free: 2, other: 1, ..NodeCounts::default() };
+        assert!(!does_work(&idle));
+        assert!(!does_work(&NodeCounts::default()));
+        for set in [
+            |n: &mut NodeCounts| n.kernels = 1,
+            |n: &mut NodeCounts| n.memcpy = 1,
+            |n: &mut NodeCounts| n.memset = 1,
+            |n: &mut NodeCounts| n.host = 1,
+            |n: &mut NodeCounts| n.conditional = 1,
+        ] {
+            let mut n = idle;
+            set(&mut n);
+            assert!(does_work(&n), "{n:?}");
+        }
     }
 }

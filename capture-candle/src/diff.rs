@@ -66,7 +66,9 @@ impl CandleStream {
     ///
     /// # Errors
     /// [`Error::DiffCaptureFailed`] naming the capture (1 or 2) whose step failed or could
-    /// not be captured, with its error; `between`'s error as it returned it.
+    /// not be captured, with its error (among them [`Error::EmptyStep`]: a step that
+    /// recorded no work on the stream would compare clean and replay nothing);
+    /// `between`'s error as it returned it.
     #[track_caller]
     pub fn capture_diff(
         &mut self,

@@ -123,7 +123,9 @@ impl CandleStream {
     /// [`Error::OtherDevice`] when a tensor of the resources lives on another candle device
     /// (another stream, which the capture does not record); the step's error;
     /// [`Error::UnfreedGraphMemory`] when a tensor the step created is still alive at the
-    /// end; capture-core's capture errors ([`Error::Capture`]).
+    /// end; [`Error::EmptyStep`] when the step recorded no work on the stream (its work ran
+    /// on another device's stream, or it does nothing); capture-core's capture errors
+    /// ([`Error::Capture`]).
     #[track_caller]
     pub fn capture_owned<R, F>(&mut self, resources: R, step: F) -> Result<(CandleGraph<R>, CaptureReport)>
     where

@@ -61,6 +61,47 @@ fn tensors_of_another_candle_device_are_refused() {
     assert_eq!(r.1.to_vec1::<f32>().unwrap(), [2.0; 8]);
 }
 
+/// A step whose work is not on the captured stream: a graph of it would replay nothing. A
+/// step that does nothing, and one whose closure took tensors of another candle device
+/// (not in the resources, so the device check cannot see them) under relaxed capture, where
+/// that device's allocations do not fail the capture: both refused with `EmptyStep`, by
+/// `capture_owned` and by `capture_diff`; the other device's kernels ran once, eagerly.
+#[test]
+#[ignore = "needs a CUDA device"]
+fn a_step_that_records_no_work_is_refused() {
+    use capture_core::{CaptureMode, CaptureOptions};
+    let Some(dev) = gpu() else { return };
+    let other = Device::new_cuda_with_stream(0).unwrap();
+    let mut cs = CandleStream::new(&dev).unwrap();
+    let e = cs.capture_owned((), |_: &()| Ok(())).unwrap_err();
+    assert!(matches!(e, Error::EmptyStep { .. }), "nothing: {e}");
+    assert!(e.to_string().contains("another candle device"), "{e}");
+
+    let (x, y) = (Tensor::ones(8, DType::F32, &other).unwrap(), Tensor::zeros(8, DType::F32, &other).unwrap());
+    let (xs, ys) = (x.clone(), y.clone());
+    let elsewhere = move |_: &Tensor| -> Result<(), Error> { Ok(ys.slice_set(&(&xs * 2.0)?, 0, 0)?) };
+    let mine = Tensor::zeros(8, DType::F32, &dev).unwrap();
+    let relaxed = CaptureOptions::new().mode(CaptureMode::Relaxed);
+    let e = cs.capture_owned_with(relaxed, mine.clone(), elsewhere).unwrap_err();
+    assert!(matches!(e, Error::EmptyStep { .. }), "another device's work: {e}");
+    assert_eq!(y.to_vec1::<f32>().unwrap(), [2.0; 8], "the other device's kernel ran once, outside the capture");
+
+    let e = cs.capture_diff(|| Ok(()), || Ok(())).unwrap_err();
+    match &e {
+        Error::DiffCaptureFailed { run: 1, source } => assert!(matches!(**source, Error::EmptyStep { .. }), "{e}"),
+        _ => panic!("capture_diff of an empty step: {e}"),
+    }
+    eager_op_works(&dev);
+    // A step with work on the stream is still captured.
+    let fill = |m: &Tensor| -> Result<(), Error> { Ok(m.slice_set(&m.ones_like()?, 0, 0)?) };
+    cs.warm_up(|| fill(&mine).map_err(candle_core::Error::wrap)).unwrap();
+    mine.zero_set().unwrap();
+    let (graph, report) = cs.capture_owned(mine.clone(), fill).unwrap();
+    assert!(report.nodes.kernels + report.nodes.memcpy + report.nodes.memset > 0, "{report}");
+    graph.launch(cs.stream()).unwrap();
+    assert_eq!(mine.to_vec1::<f32>().unwrap(), [1.0; 8]);
+}
+
 #[test]
 #[ignore = "needs a CUDA device"]
 fn the_per_thread_default_stream_is_refused_with_advice() {
