@@ -2559,6 +2559,9 @@ __device__ void sample_part(const typename E::T* logits, u32 V, u32 chunk, const
     const u32 p = blockIdx.x, b = blockIdx.y, tid = threadIdx.x, nt = blockDim.x;
     if (active && active[b] == 0) return;
     u32* s = scratch + (u64)b * SP_WORDS;
+    // The gather's count starts each step at 0 here, whatever the last step left (sample_pick
+    // clears it too): a count left over would shift the list, not fall back.
+    if (p == 0 && tid == 0) s[SP_GATHER] = 0;
     const unsigned long long pre = amax ? amax[b] : *reinterpret_cast<const unsigned long long*>(s);
     const float temp = params[b * 3 + 0], top_p = params[b * 3 + 1];
     const u32 top_k0 = (u32)params[b * 3 + 2];
@@ -2859,8 +2862,8 @@ static __device__ __forceinline__ void draw_in_order(u32 units, double u, u64* r
 
 // Top-p alone's gather (grid P x B, after sample_part): each block finds the row's top-p bin
 // from the histogram (sp_top_p_bin, as sample_pick will) and appends its part's keys in that
-// bin, with the part, to the row's list in scratch: one atomic a block on the row's count,
-// the block's keys in index order from there. Done by one block a row inside sample_pick, the
+// bin, with the part, to the row's list in scratch: one atomic a block on the row's count
+// (sample_part set it to 0), the block's keys from there. Done by one block a row inside sample_pick, the
 // gather was most of top-p alone's draw (one multiprocessor over the whole row: 54,500 of its
 // cycles at batch 1, run 231). The keys land in an order that depends on which block comes
 // first; the selection and the parts' integer sums that read them do not depend on it.

@@ -5,7 +5,8 @@ use std::ops::{Deref, DerefMut};
 use std::sync::Arc;
 
 use capture_core::diff::GraphSnapshot;
-use capture_core::{CaptureGuard, CaptureReport, Capturing, Context, Graph, NodeCounts, Stream};
+use capture_core::diff::NodeKind;
+use capture_core::{CaptureGuard, CaptureReport, Capturing, Context, Graph, Stream};
 use cudarc::driver::CudaStream;
 
 use crate::error::{Error, Result};
@@ -67,7 +68,8 @@ impl<'s, 'a> CandleCapture<'s, 'a> {
     /// Ends the capture and describes its graph node by node, for a capture diff. A graph
     /// that left graph memory allocated is run once, as [`finish_described`](Self::finish_described) does (so
     /// that dropping the tensors the step kept frees memory that exists), and the number of
-    /// such allocations is returned rather than refused: the diff reports it.
+    /// such allocations is returned rather than refused: the diff reports it. A graph that
+    /// does no work is refused ([`Error::EmptyStep`]).
     pub(crate) fn finish_snapshot(self) -> Result<(GraphSnapshot, CaptureReport, usize)> {
         let (_graph, snapshot, report, unfreed) = self.end()?;
         Ok((snapshot, report, unfreed))
@@ -75,7 +77,7 @@ impl<'s, 'a> CandleCapture<'s, 'a> {
 
     /// What both endings share: the graph, described, with candle's cache turned off, and
     /// run once if it left graph memory allocated (how many allocations it left).
-    /// [`Error::EmptyStep`] for a graph that does no work.
+    /// [`Error::EmptyStep`] for a graph that does no work (`does_work`).
     fn end(self) -> Result<(Graph<'a>, GraphSnapshot, CaptureReport, usize)> {
         let Self { guard, _cache, ctx, cudarc } = self;
         let (graph, snapshot, report) = guard.finish_with_snapshot().map_err(|e| match e {
@@ -88,18 +90,19 @@ impl<'s, 'a> CandleCapture<'s, 'a> {
         if unfreed > 0 {
             run_once(&ctx, cudarc, &graph)?;
         }
-        if !does_work(&report.nodes) {
-            return Err(Error::EmptyStep { nodes: report.nodes.total });
+        if !does_work(snapshot.nodes.iter().map(|n| &n.kind)) {
+            return Err(Error::EmptyStep { nodes: snapshot.nodes.len() });
         }
         Ok((graph, snapshot, report, unfreed))
     }
 }
 
-/// Whether a graph of these nodes does any work: a kernel, copy, memset, host function or
-/// conditional. Allocation and free nodes, empty nodes and event records alone change no
-/// memory a step's results could be in.
-fn does_work(n: &NodeCounts) -> bool {
-    n.kernels + n.memcpy + n.memset + n.host + n.conditional > 0
+/// Whether a graph of nodes of these kinds does any work: a node of any kind but a graph
+/// allocation, a graph free, or an event record, event wait or empty node. Kinds the
+/// library does not name (a child graph, a batch of memory operations, an external
+/// semaphore) count as work.
+fn does_work<'k>(kinds: impl IntoIterator<Item = &'k NodeKind>) -> bool {
+    kinds.into_iter().any(|k| !matches!(k, NodeKind::MemAlloc { .. } | NodeKind::MemFree { .. } | NodeKind::Event))
 }
 
 /// Launches `graph` once on candle's stream and waits for it: graph memory exists only once
@@ -130,23 +133,16 @@ impl<'a> DerefMut for CandleCapture<'_, 'a> {
 mod tests {
     use super::*;
 
-    /// Only graphs of memory, empty and event nodes are refused as doing nothing; one node
-    /// of any working kind is work.
+    /// Graph allocations, frees and event or empty nodes alone do no work; a node of any
+    /// other kind, named or not, is work.
     #[test]
     fn a_graph_of_memory_and_event_nodes_does_no_work() {
-        let idle = NodeCounts { total: 5, mem_alloc: 2, mem_free: 2, other: 1, ..NodeCounts::default() };
+        let idle = [NodeKind::MemAlloc { bytes: 64 }, NodeKind::Event, NodeKind::Event];
         assert!(!does_work(&idle));
-        assert!(!does_work(&NodeCounts::default()));
-        for set in [
-            |n: &mut NodeCounts| n.kernels = 1,
-            |n: &mut NodeCounts| n.memcpy = 1,
-            |n: &mut NodeCounts| n.memset = 1,
-            |n: &mut NodeCounts| n.host = 1,
-            |n: &mut NodeCounts| n.conditional = 1,
-        ] {
-            let mut n = idle;
-            set(&mut n);
-            assert!(does_work(&n), "{n:?}");
+        assert!(!does_work(&[]));
+        for work in [NodeKind::Host, NodeKind::Conditional, NodeKind::Other("CU_GRAPH_NODE_TYPE_GRAPH".into())] {
+            let kinds: Vec<NodeKind> = idle.iter().cloned().chain([work]).collect();
+            assert!(does_work(&kinds), "{kinds:?}");
         }
     }
 }

@@ -49,19 +49,19 @@ pub enum Error {
         /// The tensor, described.
         what: String,
     },
-    /// The captured step recorded no work on the captured stream: no kernel, copy, memset,
-    /// host function or conditional node. Replaying its graph would do nothing, and every
+    /// The captured step recorded no work on the captured stream: its graph holds graph
+    /// allocations, frees, event records or waits and empty nodes at most. Replaying its graph would do nothing, and every
     /// result the step should write would stay as it was.
     #[error(
-        "the captured step recorded no work on the captured stream ({nodes} node(s) in the graph, none of them a \
-         kernel, copy, memset, host function or conditional): replaying it would do nothing. Its work ran \
+        "the captured step recorded no work on the captured stream ({nodes} node(s) in the graph, all of them graph \
+         allocations, frees, events or empty nodes): replaying it would do nothing. Its work ran \
          elsewhere (a tensor of another candle device or of the CPU, which the closure captured rather than took \
          from the resources, runs on that device's own stream, once, and never replays) or the step does nothing. \
          Make the step's tensors on the stream's own `Device` and pass them in the resources, which are checked"
     )]
     EmptyStep {
-        /// Nodes in the graph (allocation, free and empty nodes, event records and waits;
-        /// 0 when the capture recorded none, which capture-core calls `EmptyCapture`).
+        /// Nodes in the graph (0 when the capture recorded none, which capture-core calls
+        /// `EmptyCapture`).
         nodes: usize,
     },
     /// An argument out of range: a size, a dtype, a sampling parameter.

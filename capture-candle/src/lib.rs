@@ -74,8 +74,8 @@
 //!   created in the step and still alive at the end is graph memory that the next replay
 //!   cannot reuse ([`Error::UnfreedGraphMemory`]). Write results into tensors made before.
 //! - The resources' tensors live on the stream's candle device ([`Error::OtherDevice`]), and
-//!   the graph does work: a step that recorded no kernel, copy, memset, host function or
-//!   conditional node on the stream ran its work elsewhere, or does nothing, and is refused
+//!   the graph does work: a step whose graph holds only graph allocations, frees, events
+//!   and empty nodes ran its work elsewhere, or does nothing, and is refused
 //!   ([`Error::EmptyStep`]) rather than replayed as a graph that changes nothing.
 //! - candle's host-upload cache is on while capturing: an upload whose bytes were not seen
 //!   during warm-up fails the capture (with candle's error) instead of recording a copy from

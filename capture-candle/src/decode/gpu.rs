@@ -864,8 +864,8 @@ fn sample_parts(vocab: usize) -> (usize, usize) {
 
 /// Sampling across many blocks a row: the argmax when the LM head gave none, each part's
 /// candidates and weight sums, top-p alone's keys in its threshold bin, then one block a row
-/// draws (`sample_scan`'s draw, bit for
-/// bit). `scratch` is u32 `[rows, SP_WORDS]`, zeroed when allocated.
+/// draws (`sample_scan`'s draw, bit for bit). `scratch` is u32 `[rows, SP_WORDS]`, zeroed
+/// when allocated.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn sample(
     logits: &Tensor,
@@ -1075,6 +1075,45 @@ mod tests {
         }
         let state = rng.to_vec2::<u32>().unwrap();
         assert!(state.iter().any(|g| g[2] > 1), "no row drew more than once: {state:?}");
+    }
+
+    /// A gather count left in the scratch (a step whose draw never ran) does not move the
+    /// next step's list of keys: `sample_part` starts the count at 0. The same draws, row
+    /// for row, as from a clean scratch, in every mode, top-p alone among them.
+    #[test]
+    #[ignore = "needs a CUDA device"]
+    fn a_gather_count_left_over_does_not_change_the_draw_gpu() {
+        let Some(dev) = test_gpu() else { return };
+        let (rows, vocab) = (5, 128_256);
+        let logits: Vec<f32> = (0..rows * vocab).map(|i| ((i as f32 * 0.618).fract() - 0.5) * 12.0).collect();
+        let logits = Tensor::from_vec(logits, (rows, vocab), &dev).unwrap().to_dtype(DType::BF16).unwrap();
+        let modes = [[1.0f32, 0.9, 0.0], [0.8, 0.95, 50.0], [1.0, 1.0, 0.0], [0.0, 1.0, 0.0], [0.6, 0.3, 0.0]];
+        let p: Vec<f32> = modes.iter().flatten().copied().collect();
+        let params = Tensor::from_vec(p, (rows, 3), &dev).unwrap();
+        let zeros = |n: usize| Tensor::zeros(n, DType::U32, &dev).unwrap();
+        let (clean, left) = (zeros(rows * SP_WORDS).reshape((rows, SP_WORDS)).unwrap(), zeros(rows * SP_WORDS));
+        let left = left.reshape((rows, SP_WORDS)).unwrap();
+        let (rng_a, rng_b) = (zeros(rows * 4).reshape((rows, 4)).unwrap(), zeros(rows * 4).reshape((rows, 4)).unwrap());
+        let (tok_a, tok_b, pos_a, pos_b) = (zeros(rows), zeros(rows), zeros(rows), zeros(rows));
+        // Where the gather lists its keys (`SP_KEYS` in kernels/decode.cu).
+        let keys_at = 2 + 4 * SP_PARTS;
+        assert_eq!(keys_at + 2 * SP_PARTS * SP_C, SP_HIST);
+        for step in 0..6u32 {
+            // A count of 1,000 + step in every row's gather word, as a step cut short would
+            // leave, over a list of the largest logit's key (6.0, in part 0): a draw that took
+            // them would land in part 0 nearly always.
+            let count = Tensor::from_vec(vec![1000 + step; rows], (rows, 1), &dev).unwrap();
+            left.slice_set(&count, 1, SP_GATHER).unwrap();
+            let stale =
+                Tensor::from_vec(vec![6.0f32.to_bits() | 0x8000_0000; rows * 1000], (rows, 1000), &dev).unwrap();
+            left.slice_set(&stale, 1, keys_at).unwrap();
+            left.slice_set(&stale.zeros_like().unwrap(), 1, keys_at + SP_PARTS * SP_C).unwrap();
+            sample(&logits, &params, &rng_a, &tok_a, &pos_a, None, 1, None, &clean).unwrap();
+            sample(&logits, &params, &rng_b, &tok_b, &pos_b, None, 1, None, &left).unwrap();
+            let (a, b) = (tok_a.to_vec1::<u32>().unwrap(), tok_b.to_vec1::<u32>().unwrap());
+            assert_eq!(a, b, "step {step}: the draws differ");
+        }
+        assert_eq!(rng_a.to_vec2::<u32>().unwrap(), rng_b.to_vec2::<u32>().unwrap());
     }
 
     /// The attention grid at the Llama-3.2-1B shape (8 key heads, 4 query heads each: one head
