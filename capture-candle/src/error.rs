@@ -64,6 +64,21 @@ pub enum Error {
         /// `EmptyCapture`).
         nodes: usize,
     },
+    /// Tensors on the CPU larger than the machine's memory and swap together: candle's
+    /// allocation would abort the process.
+    #[error(
+        "{what} needs {bytes} bytes of host memory, more than this machine has in all ({total} bytes of memory and \
+         swap): candle would abort the process allocating it. Use a smaller dtype (bf16 halves f32), a smaller \
+         max_seq or batch, or a CUDA device"
+    )]
+    HostMemory {
+        /// What was to be allocated.
+        what: &'static str,
+        /// Its bytes.
+        bytes: u64,
+        /// The machine's memory and swap, in bytes.
+        total: u64,
+    },
     /// An argument out of range: a size, a dtype, a sampling parameter.
     #[error("{what} = {value} is not valid: expected {expected}")]
     InvalidArgument {

@@ -437,6 +437,30 @@ fn impossible_sizes_are_refused_before_any_allocation() {
     assert!(matches!(Config::from_json(&json("1e30")), Err(Error::Config(_))));
     let c = Config::from_json(&json("8192.0")).unwrap();
     assert_eq!(c.rope_scaling.unwrap().original_max_position_embeddings, 8192);
+
+    // Sizes that count and address, but that no machine holds: 4,096 layers of 2^20-wide
+    // products (about 10^14 bytes in f32), a cache of 2^58 bytes. Refused on the CPU before
+    // candle's allocation could abort the process (where the host's memory is known).
+    if std::fs::read_to_string("/proc/meminfo").is_ok() {
+        let huge = bad(&|c| {
+            c.num_hidden_layers = Config::MAX_LAYERS;
+            c.hidden_size = 2048;
+            c.intermediate_size = 1 << 20;
+        });
+        huge.validate().unwrap();
+        match Model::random(&huge, DType::F32, 8, &dev, 1) {
+            Err(e @ Error::HostMemory { what: "the model's weights", .. }) => {
+                assert!(e.to_string().contains("smaller dtype"), "{e}")
+            }
+            other => panic!("10^14 bytes of weights: {other:?}"),
+        }
+        match KvCache::new(1 << 16, 8, 1 << 30, 128, DType::F32, &dev) {
+            Err(Error::HostMemory { what, bytes, .. }) => {
+                assert_eq!((what, bytes), ("a KV cache (keys and values)", 1 << 59))
+            }
+            other => panic!("2^59 bytes of cache: {other:?}"),
+        }
+    }
 }
 
 /// A sequence that reaches the end of its cache stops with the overflow flag set, and

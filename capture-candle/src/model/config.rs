@@ -760,7 +760,7 @@ impl Config {
 
     /// The weights' element count (embedding, LM head unless tied, layers, norm), or `None`
     /// where it overflows.
-    fn parameters(&self) -> Option<usize> {
+    pub(crate) fn parameters(&self) -> Option<usize> {
         let h = self.hidden_size;
         let d = self.head_dim;
         let qkv = self.num_attention_heads.checked_add(self.num_key_value_heads.checked_mul(2)?)?.checked_mul(d)?;

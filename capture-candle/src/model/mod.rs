@@ -151,6 +151,7 @@ impl Model {
     ///
     /// # Errors
     /// As [`Config::validate`]; [`Error::InvalidArgument`] for `max_seq` or `dtype`;
+    /// [`Error::HostMemory`] on the CPU for weights larger than the machine's memory and swap;
     /// candle's error if an allocation fails.
     pub fn random(cfg: &Config, dtype: DType, max_seq: usize, device: &Device, seed: u64) -> Result<Self> {
         if let Device::Cuda(_) = device {
@@ -164,7 +165,8 @@ impl Model {
     ///
     /// # Errors
     /// [`Error::MissingWeight`], [`Error::WeightShape`] or [`Error::WeightDtype`] naming the
-    /// first tensor that does not match `cfg`; [`Error::Io`] for a file that cannot be read.
+    /// first tensor that does not match `cfg`; [`Error::Io`] for a file that cannot be read;
+    /// [`Error::HostMemory`] as [`random`](Self::random).
     pub fn from_safetensors(
         cfg: &Config,
         files: &[PathBuf],
@@ -192,6 +194,9 @@ impl Model {
         if !matches!(dtype, DType::F32 | DType::F16 | DType::BF16) {
             return Err(Error::invalid("model dtype", format!("{dtype:?}"), "f32, f16 or bf16"));
         }
+        // validate checked that the count does not overflow.
+        let bytes = (cfg.parameters().unwrap_or(usize::MAX) as u64).saturating_mul(dtype.size_in_bytes() as u64);
+        crate::decode::ops::fits_host("the model's weights", bytes, device, crate::decode::ops::host_memory())?;
         if max_seq == 0 || max_seq > cfg.max_position_embeddings.max(1) {
             return Err(Error::invalid(
                 "max_seq",
