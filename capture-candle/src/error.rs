@@ -64,19 +64,20 @@ pub enum Error {
         /// `EmptyCapture`).
         nodes: usize,
     },
-    /// Tensors on the CPU larger than the machine's memory and swap together: candle's
-    /// allocation would abort the process.
+    /// Tensors on the CPU larger than the memory and swap this process can have (the
+    /// machine's, within its cgroup's limits): the allocation would abort the process or get
+    /// it killed.
     #[error(
-        "{what} needs {bytes} bytes of host memory, more than this machine has in all ({total} bytes of memory and \
-         swap): candle would abort the process allocating it. Use a smaller dtype (bf16 halves f32), a smaller \
-         max_seq or batch, or a CUDA device"
+        "{what} needs {bytes} bytes of host memory, more than this process can have in all ({total} bytes of memory \
+         and swap, within its cgroup's limits): the allocation would abort the process or get it killed. Use a \
+         smaller dtype (bf16 halves f32), a smaller model, a smaller max_seq or batch for caches, or a CUDA device"
     )]
     HostMemory {
         /// What was to be allocated.
         what: &'static str,
         /// Its bytes.
         bytes: u64,
-        /// The machine's memory and swap, in bytes.
+        /// The memory and swap this process can have, in bytes.
         total: u64,
     },
     /// An argument out of range: a size, a dtype, a sampling parameter.

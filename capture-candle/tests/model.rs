@@ -441,7 +441,7 @@ fn impossible_sizes_are_refused_before_any_allocation() {
     // Sizes that count and address, but that no machine holds: 4,096 layers of 2^20-wide
     // products (about 10^14 bytes in f32), a cache of 2^58 bytes. Refused on the CPU before
     // candle's allocation could abort the process (where the host's memory is known).
-    if std::fs::read_to_string("/proc/meminfo").is_ok() {
+    if std::fs::read_to_string("/proc/meminfo").is_ok_and(|m| m.contains("MemTotal:")) {
         let huge = bad(&|c| {
             c.num_hidden_layers = Config::MAX_LAYERS;
             c.hidden_size = 2048;
@@ -459,6 +459,16 @@ fn impossible_sizes_are_refused_before_any_allocation() {
                 assert_eq!((what, bytes), ("a KV cache (keys and values)", 1 << 59))
             }
             other => panic!("2^59 bytes of cache: {other:?}"),
+        }
+        // 512 small layers (64 MB of weights), each layer's cache 17 GB at 65,535 rows: the
+        // state's 8.8 TB in all is refused before the first cache is allocated.
+        let deep = bad(&|c| c.num_hidden_layers = 512);
+        let model = Model::random(&deep, DType::F32, 1024, &dev, 1).unwrap();
+        match model.new_state(65_535) {
+            Err(Error::HostMemory { what: "a decode state (KV caches and logits)", bytes, .. }) => {
+                assert_eq!(bytes, 512 * 2 * 65_535 * 2 * 1024 * 16 * 4 + 65_535 * 97 * 4)
+            }
+            other => panic!("8.8 TB of state: {:?}", other.map(|s| s.batch())),
         }
     }
 }

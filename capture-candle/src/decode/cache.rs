@@ -26,8 +26,8 @@ impl KvCache {
     /// [`Error::InvalidArgument`] for a zero size, a dtype other than f32, f16 or bf16, or
     /// sizes whose bytes overflow this machine's addresses; [`Error::BadOperands`] for a batch
     /// or a row of keys (`kv_heads * head_dim`) past the kernels' 2^31 limit;
-    /// [`Error::HostMemory`] on the CPU for a cache larger than the machine's memory and
-    /// swap; candle's error if the allocation fails.
+    /// [`Error::HostMemory`] on the CPU for a cache larger than the memory and swap the
+    /// process can have; candle's error if the allocation fails.
     pub fn new(
         batch: usize,
         kv_heads: usize,
@@ -68,7 +68,7 @@ impl KvCache {
         }
         ops::fits_u32("KvCache::new", "kv_heads counters", kv_heads.saturating_mul(super::gpu::COUNTER_TOKENS))?;
         let both = bytes.map_or(u64::MAX, |b| (b as u64).saturating_mul(2));
-        ops::fits_host("a KV cache (keys and values)", both, device, ops::host_memory())?;
+        super::host::fits_host("a KV cache (keys and values)", both, device)?;
         let k = Tensor::zeros((batch, kv_heads, max_seq, head_dim), dtype, device)?;
         let v = Tensor::zeros((batch, kv_heads, max_seq, head_dim), dtype, device)?;
         let counters = Tensor::zeros((batch, kv_heads * super::gpu::COUNTER_TOKENS), DType::U32, device)?;

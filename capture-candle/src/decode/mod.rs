@@ -28,6 +28,7 @@ mod cache;
 mod code;
 mod cpu;
 pub(crate) mod gpu;
+pub(crate) mod host;
 pub(crate) mod ops;
 pub(crate) use gpu::Launch;
 mod rope;

@@ -52,28 +52,6 @@ pub(crate) fn fits_u32(op: &'static str, what: &str, n: usize) -> Result<()> {
     Ok(())
 }
 
-/// Refuses `bytes` of host memory for `what` where the machine does not have them in all
-/// (its memory and swap, `total`): candle's allocation would abort the process. Only on the
-/// CPU, and only where `total` is known; memory in use by others is not counted, so a size
-/// that passes can still fail later.
-pub(crate) fn fits_host(what: &'static str, bytes: u64, device: &Device, total: Option<u64>) -> Result<()> {
-    match total {
-        Some(total) if device.is_cpu() && bytes > total => Err(Error::HostMemory { what, bytes, total }),
-        _ => Ok(()),
-    }
-}
-
-/// The host's memory and swap in bytes, from Linux's `/proc/meminfo`; `None` elsewhere or
-/// where it cannot be read.
-pub(crate) fn host_memory() -> Option<u64> {
-    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let kib = |key: &str| -> Option<u64> {
-        let line = info.lines().find(|l| l.starts_with(key))?;
-        line[key.len()..].trim().trim_end_matches("kB").trim().parse().ok()
-    };
-    kib("MemTotal:")?.checked_add(kib("SwapTotal:").unwrap_or(0))?.checked_mul(1024)
-}
-
 /// A `[rows]` u32 tensor on `like`'s device.
 pub(crate) fn rows_u32(op: &'static str, what: &str, t: &Tensor, rows: usize, like: &Tensor) -> Result<()> {
     if t.dtype() != DType::U32 || t.dims() != [rows] {
@@ -806,22 +784,6 @@ pub(crate) fn matvec_with(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// Host memory is refused only on the CPU, only past the known total, and never where
-    /// the total is unknown; the machine's total reads as a plausible size.
-    #[test]
-    fn host_memory_is_refused_past_the_machines_total() {
-        let cpu = Device::Cpu;
-        assert!(fits_host("x", 100, &cpu, Some(100)).is_ok());
-        assert!(matches!(
-            fits_host("x", 101, &cpu, Some(100)),
-            Err(Error::HostMemory { what: "x", bytes: 101, total: 100 })
-        ));
-        assert!(fits_host("x", u64::MAX, &cpu, None).is_ok());
-        if let Some(total) = host_memory() {
-            assert!(total >= 1 << 26, "{total} bytes");
-        }
-    }
 
     /// The CUDA-only limits, checked without a GPU: a call past the grid's second dimension
     /// is refused with a message that says to split it; the CPU takes any number of tokens.

@@ -151,7 +151,7 @@ impl Model {
     ///
     /// # Errors
     /// As [`Config::validate`]; [`Error::InvalidArgument`] for `max_seq` or `dtype`;
-    /// [`Error::HostMemory`] on the CPU for weights larger than the machine's memory and swap;
+    /// [`Error::HostMemory`] on the CPU for weights larger than the memory and swap the process can have;
     /// candle's error if an allocation fails.
     pub fn random(cfg: &Config, dtype: DType, max_seq: usize, device: &Device, seed: u64) -> Result<Self> {
         if let Device::Cuda(_) = device {
@@ -196,7 +196,7 @@ impl Model {
         }
         // validate checked that the count does not overflow.
         let bytes = (cfg.parameters().unwrap_or(usize::MAX) as u64).saturating_mul(dtype.size_in_bytes() as u64);
-        crate::decode::ops::fits_host("the model's weights", bytes, device, crate::decode::ops::host_memory())?;
+        crate::decode::host::fits_host("the model's weights", bytes, device)?;
         if max_seq == 0 || max_seq > cfg.max_position_embeddings.max(1) {
             return Err(Error::invalid(
                 "max_seq",
@@ -393,7 +393,8 @@ impl Model {
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] for a zero batch or one past [`Sampler::MAX_BATCH`]
-    /// (checked before anything is allocated); candle's error if allocation fails.
+    /// (checked before anything is allocated); [`Error::HostMemory`] on the CPU for caches
+    /// and logits larger than the process can have; candle's error if allocation fails.
     ///
     /// [`Sampler::MAX_BATCH`]: crate::decode::Sampler::MAX_BATCH
     pub fn new_state(&self, batch: usize) -> Result<DecodeState> {

@@ -39,6 +39,14 @@ impl DecodeState {
         }
         let cfg = model.config();
         let dev = model.device();
+        // Every layer's cache and the logits, on the CPU, before any is allocated.
+        let elem = model.dtype().size_in_bytes() as u64;
+        let cache = [batch, cfg.num_key_value_heads, model.max_seq(), cfg.head_dim, 2, cfg.num_hidden_layers]
+            .iter()
+            .try_fold(elem, |acc, &n| acc.checked_mul(n as u64));
+        let logits = (batch as u64).checked_mul(cfg.vocab_size as u64).and_then(|n| n.checked_mul(elem));
+        let bytes = cache.zip(logits).and_then(|(c, l)| c.checked_add(l)).unwrap_or(u64::MAX);
+        crate::decode::host::fits_host("a decode state (KV caches and logits)", bytes, dev)?;
         let zeros = || Tensor::zeros(batch, DType::U32, dev);
         let caches = (0..cfg.num_hidden_layers)
             .map(|_| KvCache::new(batch, cfg.num_key_value_heads, model.max_seq(), cfg.head_dim, model.dtype(), dev))
